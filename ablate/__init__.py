@@ -1,0 +1,32 @@
+"""ablate: architecture ablations of encoder-decoder Transformers for machine translation.
+
+Public API (kept import-light: torch and Lightning load only when used)::
+
+    cfg = ablate.load_config("experiments/base.yaml", overrides=["model.n_heads=4"])
+    model = ablate.build_model(cfg.model, vocab_size=37000)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ablate.config import ConfigError, load_config
+from ablate.registry import Registry, RegistryError
+
+__version__ = "0.1.0"
+
+__all__ = ["ConfigError", "Registry", "RegistryError", "build_model", "count_parameters", "load_config"]
+
+
+def build_model(model_cfg: Any, vocab_size: int, pad_id: int = 0) -> Any:
+    """Build the Transformer a ``model`` config section describes (see ablate.model.build)."""
+    from ablate.model.build import build_model as _build
+
+    return _build(model_cfg, vocab_size=vocab_size, pad_id=pad_id)
+
+
+def count_parameters(model_cfg: Any, vocab_size: int) -> int:
+    """Closed-form parameter count of ``model_cfg`` without allocating the model."""
+    from ablate.model.build import count_parameters as _count
+
+    return _count(model_cfg, vocab_size=vocab_size)
