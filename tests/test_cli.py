@@ -1,0 +1,57 @@
+"""The command line: help, variant listing, one-line errors with exit code 2, light imports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ablate.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for cmd in ("variants", "data", "train", "eval", "sweep", "status", "sync", "table"):
+        assert f"    {cmd} " in out, f"`ablate --help` does not list {cmd}"
+
+
+def test_help_does_not_import_lightning() -> None:
+    # `ablate --help`, `status`, `table` and dry runs must stay fast: Lightning costs 5-6 s to import.
+    code = (
+        "import sys; from ablate.cli import build_parser; build_parser();"
+        "import ablate.config, ablate.registry;"
+        "print(any(m.startswith('lightning') for m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_variants_lists_model_registries(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["variants"]) == 0
+    out = capsys.readouterr().out
+    for kind, name in (("positional", "sinusoidal"), ("positional", "learned"), ("attention", "mha"),
+                       ("norm", "layernorm"), ("ffn", "relu")):
+        assert f"{kind}:" in out
+        assert f"  {name} " in out
+
+
+def test_bad_override_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["data", "prepare", str(ROOT / "experiments" / "mini.yaml"), "model.n_head=4"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert err.count("\n") == 0
+    assert "model.n_head" in err and "model.n_heads" in err
+
+
+def test_missing_config_file_is_reported(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    rc = main(["train", str(tmp_path / "nope.yaml")])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "nope.yaml" in err and "no such config file" in err
