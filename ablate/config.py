@@ -93,6 +93,7 @@ class TrainConfig:
     accumulate_grad_batches: int = 1  # batches per optimizer step (reach ~25k tokens on fewer devices)
     val_every_steps: int = 1000  # run validation (dev NLL / PPL) every this many optimizer steps
     log_every_steps: int = 50  # log training metrics every this many optimizer steps
+    checkpoint_every_steps: int = 0  # also write checkpoints/last.ckpt every this many steps (0 = at validations only)
 
 
 @dataclass

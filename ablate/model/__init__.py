@@ -1,1 +1,36 @@
-"""ablate.model"""
+"""The paper's encoder-decoder Transformer (Vaswani et al. 2017, section 3) and its swappable parts.
+
+Importing this package fills the model registries (``positional``, ``attention``, ``norm``, ``ffn``)
+and never imports Lightning. Entry points: :func:`build_model`, :func:`count_parameters`,
+:func:`train_flops` (ablate/model/build.py, the only code that reads the ``model`` config section).
+"""
+
+from __future__ import annotations
+
+from ablate.model.attention import ATTENTION, MultiHeadAttention
+from ablate.model.build import build_model, count_parameters, resolve_model_config, train_flops
+from ablate.model.ffn import FFN, ReluFFN
+from ablate.model.norm import NORM, LayerNorm
+from ablate.model.positional import POSITIONAL, LearnedPositional, PositionalEncoding, SinusoidalPositional
+from ablate.model.transformer import DecoderCache, DecoderLayer, EncoderLayer, Transformer
+
+__all__ = [
+    "ATTENTION",
+    "FFN",
+    "NORM",
+    "POSITIONAL",
+    "DecoderCache",
+    "DecoderLayer",
+    "EncoderLayer",
+    "LayerNorm",
+    "LearnedPositional",
+    "MultiHeadAttention",
+    "PositionalEncoding",
+    "ReluFFN",
+    "SinusoidalPositional",
+    "Transformer",
+    "build_model",
+    "count_parameters",
+    "resolve_model_config",
+    "train_flops",
+]

@@ -1,0 +1,311 @@
+"""The corpus registry: each corpus gives train / valid / test splits of raw sentence pairs.
+
+``CORPORA.build({"name": ..., "args": data.args}, root=data.root, src_lang=..., tgt_lang=...,
+cache_dir=...)`` returns a :class:`Corpus`. Corpora backed by files are read as streams and checked
+line by line: missing files, sides with different line counts (the first line where they diverge),
+empty lines and non-UTF-8 bytes each raise a one-line :class:`DataError` naming the file and line.
+
+Registered here: ``builtin`` (synthetic, offline, see ablate/data/builtin.py), ``textfiles`` (any local
+parallel files), ``multi30k`` (Elliott et al., 2016; downloaded or from ``root``) and, in
+ablate/data/wmt14.py, ``wmt14_en_de`` (the paper's corpus).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import hashlib
+import inspect
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from itertools import zip_longest
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from ablate.data import builtin
+from ablate.data.download import fetch, gunzip, sha256_file
+from ablate.data.errors import DataError
+from ablate.registry import Registry
+
+CORPORA: Registry[Any] = Registry("corpus", "parallel corpora (data.corpus; options in data.args)")
+
+SPLITS = ("train", "valid", "test")
+
+
+class Corpus(ABC):
+    """Named splits of raw (source, target) sentence pairs, streamed."""
+
+    name: str
+
+    @abstractmethod
+    def split_names(self) -> list[str]:
+        """The splits this corpus provides; always includes train."""
+
+    @abstractmethod
+    def identity(self, cache_dir: Path) -> dict[str, Any]:
+        """What determines the pairs (content hashes or generator settings): part of the cache key."""
+
+    @abstractmethod
+    def pairs(self, split: str) -> Iterator[tuple[str, str]]:
+        """Stream the pairs of ``split``, validated."""
+
+    def describe(self) -> str:
+        return self.name
+
+
+class FileCorpus(Corpus):
+    """Splits stored as parallel text files (one sentence per line, UTF-8, optionally .gz)."""
+
+    def __init__(self, name: str, files: Mapping[str, tuple[Path, Path]]) -> None:
+        self.name = name
+        self.files = {split: (Path(s), Path(t)) for split, (s, t) in files.items()}
+        if "train" not in self.files:
+            raise DataError(f"corpus {name}: no train split given; name train files in data.args")
+        for src, tgt in self.files.values():
+            for p in (src, tgt):
+                if not p.is_file():
+                    raise DataError(f"{p}: no such file (corpus {name}); check data.root / data.args")
+
+    def split_names(self) -> list[str]:
+        return list(self.files)
+
+    def identity(self, cache_dir: Path) -> dict[str, Any]:
+        return {
+            "corpus": self.name,
+            "files": {
+                split: [file_hash(s, cache_dir), file_hash(t, cache_dir)] for split, (s, t) in self.files.items()
+            },
+        }
+
+    def pairs(self, split: str) -> Iterator[tuple[str, str]]:
+        src, tgt = self.files[split]
+        for _, s, t in read_parallel(src, tgt):
+            yield s, t
+
+    def describe(self) -> str:
+        src, _ = self.files["train"]
+        return f"{self.name} ({src.parent})"
+
+
+class GeneratedCorpus(Corpus):
+    """The synthetic language pair of ablate/data/builtin.py."""
+
+    name = "builtin"
+
+    def __init__(self, opts: builtin.Options) -> None:
+        self.opts = opts
+        self._lexicon: builtin.Lexicon | None = None
+
+    def split_names(self) -> list[str]:
+        return list(SPLITS)
+
+    def identity(self, cache_dir: Path) -> dict[str, Any]:
+        return {"corpus": self.name, "grammar": builtin.GRAMMAR_VERSION, "options": dataclasses.asdict(self.opts)}
+
+    def pairs(self, split: str) -> Iterator[tuple[str, str]]:
+        if self._lexicon is None:
+            self._lexicon = builtin.build_lexicon(self.opts)
+        return builtin.generate(self.opts, split, self._lexicon)
+
+    def describe(self) -> str:
+        return f"builtin (seed {self.opts.seed})"
+
+
+# ----------------------------------------------------------------------------------------------
+# Reading files: streamed, validated, with file:line in every message
+# ----------------------------------------------------------------------------------------------
+
+
+def _open_binary(path: Path):
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
+def _decode(raw: bytes, path: Path, lineno: int) -> str:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"{path}:{lineno}: not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+            f"re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+        ) from None
+    text = text.strip()
+    if not text:
+        raise DataError(f"{path}:{lineno}: empty line; remove the pair (both sides) or fill it in")
+    return text
+
+
+def read_parallel(src: Path, tgt: Path) -> Iterator[tuple[int, str, str]]:
+    """Yield (line number, source, target); both files must have the same number of lines."""
+    for p in (src, tgt):
+        if not p.is_file():
+            raise DataError(f"{p}: no such file; check data.root / data.args")
+    with _open_binary(src) as fs, _open_binary(tgt) as ft:
+        lineno = 0
+        for lineno, (a, b) in enumerate(zip_longest(fs, ft), start=1):  # noqa: B007 - used after the loop
+            if a is None or b is None:
+                short, long_ = (src, tgt) if a is None else (tgt, src)
+                raise DataError(
+                    f"{short} has {lineno - 1} lines but {long_} has more: the sides diverge at line {lineno} "
+                    f"({long_}:{lineno} has no partner); both sides need one sentence per line, aligned"
+                )
+            yield lineno, _decode(a, src, lineno), _decode(b, tgt, lineno)
+
+
+def file_hash(path: Path, cache_dir: Path) -> str:
+    """sha256 of a file's content, memoized by (path, size, mtime) so a cache hit stays under a second."""
+    st = path.stat()
+    memo_key = hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:32]
+    memo = cache_dir / "hashes" / f"{memo_key}.json"
+    if memo.is_file():
+        try:
+            return str(json.loads(memo.read_text())["sha256"])
+        except (ValueError, KeyError, OSError):
+            pass  # a damaged memo is recomputed
+    digest = sha256_file(path)
+    memo.parent.mkdir(parents=True, exist_ok=True)
+    tmp = memo.with_suffix(f".{id(memo)}.tmp")
+    tmp.write_text(json.dumps({"path": str(path), "sha256": digest}))
+    tmp.replace(memo)
+    return digest
+
+
+# ----------------------------------------------------------------------------------------------
+# Registered corpora
+# ----------------------------------------------------------------------------------------------
+
+
+@CORPORA.register("builtin")
+def builtin_corpus(
+    root: str | None = None, src_lang: str = "en", tgt_lang: str = "de", cache_dir: Path | None = None, **args: Any
+) -> Corpus:
+    """Synthetic language pair (offline, deterministic): agreement, V2, verb-final clauses, compounds."""
+    fields = {f.name for f in dataclasses.fields(builtin.Options)}
+    unknown = sorted(set(args) - fields)
+    if unknown:
+        raise DataError(
+            f"data.args.{unknown[0]}: not an option of the builtin corpus (valid: {', '.join(sorted(fields))})"
+        )
+    for key, value in args.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < (0 if key == "seed" else 1):
+            raise DataError(f"data.args.{key}: must be a positive integer, got {value!r}")
+    return GeneratedCorpus(builtin.Options(**args))
+
+
+def _split_files(spec: Any, split: str, base: Path, src_lang: str, tgt_lang: str) -> tuple[Path, Path]:
+    """A split given as a prefix (``data/train`` -> data/train.en, data/train.de), [src, tgt] or {src, tgt}."""
+    if isinstance(spec, str):
+        prefix = base / spec
+        return prefix.with_name(f"{prefix.name}.{src_lang}"), prefix.with_name(f"{prefix.name}.{tgt_lang}")
+    if isinstance(spec, Mapping) and set(spec) == {"src", "tgt"}:
+        return base / str(spec["src"]), base / str(spec["tgt"])
+    if isinstance(spec, list | tuple) and len(spec) == 2:
+        return base / str(spec[0]), base / str(spec[1])
+    raise DataError(
+        f"data.args.{split}: give a file prefix (train -> train.{src_lang}, train.{tgt_lang}), "
+        f"[source file, target file] or {{src: ..., tgt: ...}}; got {spec!r}"
+    )
+
+
+@CORPORA.register("textfiles")
+def textfiles_corpus(
+    root: str | None = None, src_lang: str = "en", tgt_lang: str = "de", cache_dir: Path | None = None, **args: Any
+) -> Corpus:
+    """Local parallel files: data.args = {train: PREFIX | [src, tgt], valid: ..., test: ...}, relative to root."""
+    base = Path(root) if root else Path.cwd()
+    if "train" not in args:
+        raise DataError("data.args.train: the textfiles corpus needs a train split (e.g. data.args.train=corpus/train)")
+    files = {split: _split_files(spec, split, base, src_lang, tgt_lang) for split, spec in args.items()}
+    return FileCorpus("textfiles", files)
+
+
+MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{name}.{lang}.gz"
+# split -> (name in the multi30k repository, name under data.root)
+MULTI30K_SPLITS = {
+    "train": ("train", "train"),
+    "valid": ("val", "valid"),
+    "test": ("test_2016_flickr", "test2016"),
+    "test2017": ("test_2017_flickr", "test2017"),
+}
+# sha256 of the decompressed raw files (data/task1/raw of github.com/multi30k/dataset)
+MULTI30K_SHA256 = {
+    "train.en": "460a15fbd157e34a7a9957ee388c1ca247fe47af3ef25fb50442af6c274e0fc6",
+    "train.de": "2c2b73fd2b548fbcde3a875e0a78d6ee94d498bfdee6bd3eae3945779e9ddf72",
+    "valid.en": "1f2a23d992769b5b3d209b0a10dd0b77c08cceb1f20dfb97ed0aafa49d107227",
+    "valid.de": "660e09eb7e1da2f856ea13ee5ad3cf6d36b3d5b0b733c857e94c5747a3dfc660",
+    "test2016.en": "399a4382932c1aadd3ceb9bef1008d388a64c76d4ae4e9d4728c6f4301cac182",
+    "test2016.de": "4be6b5b3236b79c25475c6bb829800a7ce559e9ba7a1f6c2394fe4d40be46d16",
+    "test2017.en": "ce1450ddc5ab0834502579d77a170849952e15a2938b34cc503bdc25ebb4fb98",
+    "test2017.de": "c3078bc3b36808bf9d20eb2347ed6137016179ef59ec0d2b9b8ecc3fb2880081",
+}
+
+
+@CORPORA.register("multi30k")
+def multi30k_corpus(
+    root: str | None = None,
+    src_lang: str = "en",
+    tgt_lang: str = "de",
+    cache_dir: Path | None = None,
+    download: bool = True,
+    progress: bool = False,
+) -> Corpus:
+    """Multi30k task 1 (29,000 / 1,014 / 1,000 pairs): root=<folder with train.en ...> or a verified download."""
+    langs = {src_lang, tgt_lang}
+    if not langs <= {"en", "de", "fr", "cs"} or src_lang == tgt_lang:
+        raise DataError(f"data.src_lang/tgt_lang: multi30k has en, de, fr, cs; got {src_lang}-{tgt_lang}")
+    if root:
+        base = Path(root)
+        files = {}
+        for split, (_, local) in MULTI30K_SPLITS.items():
+            pair = (base / f"{local}.{src_lang}", base / f"{local}.{tgt_lang}")
+            if split in SPLITS or all(p.is_file() for p in pair):  # test2017 is optional
+                files[split] = pair
+        return FileCorpus("multi30k", files)
+    if cache_dir is None or not download:
+        raise DataError("multi30k: no data.root given and downloads are off; set data.root=<folder with train.en ...>")
+    folder = Path(cache_dir) / "downloads" / "multi30k"
+    files = {}
+    for split, (remote, local) in MULTI30K_SPLITS.items():
+        pair = []
+        for lang in (src_lang, tgt_lang):
+            dest = folder / f"{local}.{lang}"
+            with FileLock(str(dest) + ".get.lock"):
+                if not dest.exists():
+                    gz = fetch(
+                        MULTI30K_URL.format(name=remote, lang=lang), folder / f"{remote}.{lang}.gz", progress=progress
+                    )
+                    gunzip(gz, dest, MULTI30K_SHA256.get(f"{local}.{lang}"))
+                    gz.unlink(missing_ok=True)
+            pair.append(dest)
+        files[split] = (pair[0], pair[1])
+    return FileCorpus("multi30k", files)
+
+
+def build_corpus(
+    name: str,
+    args: Mapping[str, Any],
+    root: str | None,
+    src_lang: str,
+    tgt_lang: str,
+    cache_dir: Path,
+    progress: bool = False,
+) -> Corpus:
+    """Look up ``name`` (unknown -> RegistryError listing the corpora) and build it with ``args``."""
+    factory = CORPORA.get(name)
+    params = inspect.signature(factory).parameters
+    kwargs: dict[str, Any] = {"root": root, "src_lang": src_lang, "tgt_lang": tgt_lang, "cache_dir": cache_dir}
+    if "progress" in params:
+        kwargs["progress"] = progress
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    for key in args:
+        if key in kwargs or (not takes_any and key not in params):
+            valid = sorted(k for k, p in params.items() if k not in kwargs and p.kind is not p.VAR_KEYWORD)
+            raise DataError(
+                f"data.args.{key}: not an option of the {name} corpus (valid: {', '.join(valid) or 'none'})"
+            )
+    return factory(**kwargs, **dict(args))
+
+
+from ablate.data import wmt14  # noqa: E402,F401 - registers wmt14_en_de (it needs CORPORA defined above)

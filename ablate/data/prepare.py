@@ -1,0 +1,290 @@
+"""``prepare_data``: corpus -> shared SentencePiece vocabulary -> binarized shards, once, in a cache.
+
+The cache folder is ``data.cache_dir``, else ``$ABLATE_CACHE``, else ``~/.cache/ablate``. A prepared
+corpus lives in ``<cache>/prepared/<corpus>-<key>/`` where the key hashes what determines its bytes:
+the corpus identity (content hashes of its files, or the generator's settings) and the tokenizer
+settings (vocab_size, tokenizer_sample, max_len, languages, SentencePiece version and options).
+``max_tokens`` is not part of it: batches are made when the data is read.
+
+Preparation is process-safe: a file lock per key makes concurrent callers (sweep trials starting
+together) wait for the first one; the data is built in a hidden temporary folder and renamed into
+place only when complete, so an error or a kill never leaves a half-written prepared folder.
+
+Preparation streams: pass 1 copies every split's raw text into the folder (reservoir-sampling at
+most ``tokenizer_sample`` sentences of train), the tokenizer is trained on that sample, pass 2
+encodes chunk by chunk into the shards. Memory is bounded by the sample and one chunk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import sentencepiece as spm
+
+from ablate.data.batching import TokenBucketBatchSampler, padding_stats
+from ablate.data.corpora import Corpus, build_corpus
+from ablate.data.errors import DataError
+from ablate.data.shards import Shard, ShardWriter
+from ablate.data.tokenizer import TRAINER_SETTINGS, Tokenizer, train_tokenizer
+
+FORMAT_VERSION = 1  # bump when the prepared layout changes: it is part of the key
+CHUNK = 20_000  # pairs encoded at a time
+SAMPLE_SEED = 0x5EED  # the tokenizer sample is a function of the corpus alone
+
+
+def cache_root(data_cfg: Any = None) -> Path:
+    """``data.cache_dir``, else ``$ABLATE_CACHE``, else ``~/.cache/ablate``."""
+    explicit = getattr(data_cfg, "cache_dir", None) if data_cfg is not None else None
+    return Path(explicit or os.environ.get("ABLATE_CACHE") or Path.home() / ".cache" / "ablate").expanduser()
+
+
+def _log(progress: bool, msg: str) -> None:
+    if progress:
+        print(f"[data] {msg}", file=sys.stderr, flush=True)
+
+
+class Prepared:
+    """A prepared corpus folder: tokenizer, shards per split, raw text (BLEU references)."""
+
+    def __init__(
+        self,
+        folder: str | Path,
+        *,
+        cache_hit: bool = True,
+        elapsed_s: float | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        self.dir = Path(folder)
+        meta = self.dir / "meta.json"
+        if not meta.is_file():
+            raise DataError(f"{self.dir}: not a prepared data folder (no meta.json); run `ablate data prepare`")
+        self.meta: dict[str, Any] = json.loads(meta.read_text(encoding="utf-8"))
+        self.key: str = self.meta["key"]
+        self.vocab_size: int = int(self.meta["vocab_size"])
+        self.cache_hit, self.elapsed_s, self.max_tokens = cache_hit, elapsed_s, max_tokens
+        self._tokenizer: Tokenizer | None = None
+        self._shards: dict[str, Shard] = {}
+
+    @classmethod
+    def load(cls, folder: str | Path, max_tokens: int | None = None) -> Prepared:
+        return cls(folder, cache_hit=True, max_tokens=max_tokens)
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        if self._tokenizer is None:
+            self._tokenizer = Tokenizer(self.dir / "tokenizer.model")
+        return self._tokenizer
+
+    @property
+    def splits(self) -> list[str]:
+        return list(self.meta["splits"])
+
+    def _check_split(self, name: str) -> None:
+        if name not in self.meta["splits"]:
+            raise DataError(
+                f"split {name!r} is not in {self.dir.name} (has: {', '.join(self.splits)}); "
+                f"check data.valid_split / data.test_split"
+            )
+
+    def split(self, name: str) -> Shard:
+        self._check_split(name)
+        if name not in self._shards:
+            self._shards[name] = Shard(self.dir / "shards" / name)
+        return self._shards[name]
+
+    def raw(self, split: str, side: str) -> list[str]:
+        """Raw sentences of ``split`` (side ``src`` or ``tgt``), aligned with the shard's rows."""
+        if side not in ("src", "tgt"):
+            raise ValueError(f"side must be 'src' or 'tgt', got {side!r}")
+        shard = self.split(split)
+        with open(self.dir / "raw" / f"{split}.{side}", encoding="utf-8") as f:
+            lines = f.read().split("\n")[:-1]
+        return [lines[i] for i in shard.line] if shard.dropped else lines
+
+    def summary_lines(self) -> list[str]:
+        m = self.meta
+        how = "cache hit" if self.cache_hit else "prepared"
+        took = f" in {self.elapsed_s:.2f} s" if self.elapsed_s is not None else ""
+        lines = [
+            f"corpus {m['corpus_description']} {m['src_lang']}-{m['tgt_lang']}: {how}{took}",
+            f"  folder     {self.dir}",
+            f"  vocabulary {self.vocab_size} shared BPE pieces (trained on {m['tokenizer_sentences']:,} sentences)",
+        ]
+        for name, info in m["splits"].items():
+            dropped = f", {info['dropped_too_long']:,} dropped (> {m['max_len']} subwords)" if name == "train" else ""
+            lines.append(
+                f"  {name:<10} {info['pairs']:>9,} pairs, {info['src_tokens']:,} + {info['tgt_tokens']:,} "
+                f"subword tokens (src + tgt){dropped}"
+            )
+        if self.max_tokens and self.split("train").n:
+            shard = self.split("train")
+            sampler = TokenBucketBatchSampler(shard.src_lengths, shard.tgt_lengths, self.max_tokens, seed=0)
+            w = padding_stats(shard.src_lengths, shard.tgt_lengths, sampler.epoch_batches(0))
+            lines.append(
+                f"  padding    at max_tokens={self.max_tokens}: {w['total']:.1%} of train positions "
+                f"(src {w['src']:.1%}, tgt {w['tgt']:.1%}), {sampler.num_batches():,} batches per epoch"
+            )
+        return lines
+
+
+def cache_key(identity: dict[str, Any], data_cfg: Any) -> str:
+    settings = {
+        "format": FORMAT_VERSION,
+        "vocab_size": int(data_cfg.vocab_size),
+        "tokenizer_sample": int(data_cfg.tokenizer_sample),
+        "max_len": int(data_cfg.max_len),
+        "src_lang": str(data_cfg.src_lang),
+        "tgt_lang": str(data_cfg.tgt_lang),
+        "sentencepiece": spm.__version__,
+        "trainer": TRAINER_SETTINGS,
+    }
+    blob = json.dumps({"corpus": identity, "settings": settings}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def prepare_data(data_cfg: Any, progress: bool = True) -> Prepared:
+    """Prepare (or reuse) the corpus that ``data_cfg`` names; see the module docstring."""
+    from filelock import FileLock
+
+    t0 = time.perf_counter()
+    root = cache_root(data_cfg)
+    args = dict(data_cfg.args or {})
+    corpus = build_corpus(
+        str(data_cfg.corpus),
+        args,
+        data_cfg.root,
+        str(data_cfg.src_lang),
+        str(data_cfg.tgt_lang),
+        root,
+        progress=progress,
+    )
+    names = corpus.split_names()
+    for key in ("valid_split", "test_split"):
+        value = getattr(data_cfg, key, None)
+        if value is not None and value not in names:
+            raise DataError(f"data.{key}: corpus {corpus.name} has no split {value!r} (has: {', '.join(names)})")
+    key = cache_key(corpus.identity(root), data_cfg)
+    parent = root / "prepared"
+    final = parent / f"{corpus.name}-{key}"
+    max_tokens = getattr(data_cfg, "max_tokens", None)
+    if (final / "meta.json").is_file():
+        return Prepared(final, cache_hit=True, elapsed_s=time.perf_counter() - t0, max_tokens=max_tokens)
+    parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(parent / f".{final.name}.lock")):
+        if (final / "meta.json").is_file():  # another process finished it while we waited
+            return Prepared(final, cache_hit=True, elapsed_s=time.perf_counter() - t0, max_tokens=max_tokens)
+        for stale in parent.glob(f".tmp-{final.name}-*"):  # left by a killed process; we hold the lock
+            shutil.rmtree(stale, ignore_errors=True)
+        tmp = parent / f".tmp-{final.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            _build(corpus, data_cfg, key, tmp, progress, t0)
+            if final.exists():  # an incomplete folder (no meta.json) from an older layout
+                shutil.rmtree(final)
+            os.rename(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    prepared = Prepared(final, cache_hit=False, elapsed_s=time.perf_counter() - t0, max_tokens=max_tokens)
+    _log(progress, f"prepared {corpus.describe()} in {prepared.elapsed_s:.1f} s -> {final}")
+    return prepared
+
+
+def _write_raw(corpus: Corpus, split: str, folder: Path, sample: list[str] | None, sample_size: int) -> int:
+    """Pass 1: copy a split's raw pairs; reservoir-sample train sentences for the tokenizer."""
+    rng = random.Random(SAMPLE_SEED)
+    seen = 0
+    n = 0
+    with (
+        open(folder / f"{split}.src", "w", encoding="utf-8") as fs,
+        open(folder / f"{split}.tgt", "w", encoding="utf-8") as ft,
+    ):
+        for s, t in corpus.pairs(split):
+            if "\n" in s or "\n" in t:  # a generator must not break the one-line-per-sentence layout
+                raise DataError(f"corpus {corpus.name}: split {split} pair {n + 1} contains a line break")
+            fs.write(s + "\n")
+            ft.write(t + "\n")
+            n += 1
+            if sample is not None:
+                for sent in (s, t):
+                    seen += 1
+                    if len(sample) < sample_size:
+                        sample.append(sent)
+                    else:
+                        j = rng.randrange(seen)
+                        if j < sample_size:
+                            sample[j] = sent
+    return n
+
+
+def _read_chunks(folder: Path, split: str) -> Iterator[tuple[int, list[str], list[str]]]:
+    with open(folder / f"{split}.src", encoding="utf-8") as fs, open(folder / f"{split}.tgt", encoding="utf-8") as ft:
+        start = 0
+        while True:
+            src = [line.rstrip("\n") for _, line in zip(range(CHUNK), fs)]
+            tgt = [line.rstrip("\n") for _, line in zip(range(len(src)), ft)]
+            if not src:
+                return
+            yield start, src, tgt
+            start += len(src)
+
+
+def _build(corpus: Corpus, data_cfg: Any, key: str, tmp: Path, progress: bool, t0: float) -> None:
+    raw = tmp / "raw"
+    raw.mkdir(parents=True)
+    sample: list[str] = []
+    counts: dict[str, int] = {}
+    for split in corpus.split_names():
+        _log(progress, f"reading {corpus.describe()} {split}")
+        counts[split] = _write_raw(
+            corpus, split, raw, sample if split == "train" else None, int(data_cfg.tokenizer_sample)
+        )
+        if counts[split] == 0:
+            raise DataError(
+                f"corpus {corpus.describe()}: split {split} is empty (no sentence pairs); "
+                f"check the files (or data.args sizes)"
+            )
+    _log(progress, f"training a {data_cfg.vocab_size}-piece BPE tokenizer on {len(sample):,} sentences")
+    model = train_tokenizer(sample, int(data_cfg.vocab_size), source=f"train split of {corpus.describe()}")
+    n_sample = len(sample)
+    del sample
+    (tmp / "tokenizer.model").write_bytes(model)
+    tok = Tokenizer(model)
+    splits: dict[str, Any] = {}
+    for split in corpus.split_names():
+        _log(progress, f"encoding {split} ({counts[split]:,} pairs)")
+        # Only train drops long pairs: dev/test keep every sentence so BLEU covers the whole set.
+        writer = ShardWriter(
+            tmp / "shards" / split, tok.vocab_size, int(data_cfg.max_len) if split == "train" else None
+        )
+        for start, src, tgt in _read_chunks(raw, split):
+            writer.add(range(start, start + len(src)), tok.encode_batch(src), tok.encode_batch(tgt))
+        splits[split] = writer.close()
+        if split == "train" and writer.n == 0:
+            raise DataError(f"data.max_len={data_cfg.max_len}: every train pair is longer; raise data.max_len")
+    meta = {
+        "key": key,
+        "format": FORMAT_VERSION,
+        "corpus": corpus.name,
+        "corpus_description": corpus.describe(),
+        "identity": corpus.identity(cache_root(data_cfg)),
+        "src_lang": str(data_cfg.src_lang),
+        "tgt_lang": str(data_cfg.tgt_lang),
+        "vocab_size": tok.vocab_size,
+        "tokenizer_sample": int(data_cfg.tokenizer_sample),
+        "tokenizer_sentences": n_sample,
+        "max_len": int(data_cfg.max_len),
+        "splits": splits,
+        "sentencepiece": spm.__version__,
+        "prepare_time_s": round(time.perf_counter() - t0, 3),
+    }
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1, default=str), encoding="utf-8")

@@ -1,0 +1,234 @@
+"""From a ``model`` config section to a Transformer, its parameter count and its training FLOPs.
+
+This is the only code that reads model config (Table 3's knobs: N, d_model, d_ff, h, d_k, d_v,
+P_drop, positional encoding). Modules below receive built children and plain numbers.
+
+Slots (``positional``, ``attention``, ``norm``, ``ffn``) name a registered class and optional
+``args``. A class receives, from the numbers below, only the keywords its constructor names, plus
+every slot arg (an arg the constructor does not accept is a ConfigError):
+
+- positional: ``d_model, max_positions, n_heads, d_k``
+- attention:  ``d_model, n_heads, d_k, d_v, dropout`` (= model.attention_dropout)
+- norm:       ``d_model``
+- ffn:        ``d_model, d_ff``
+
+Parameter counts are closed form: every registered class may define ``num_params`` (a staticmethod or
+classmethod taking the constructor's keywords) in its own class body. A class that does not (or
+inherits it) is built once on the meta device, which allocates nothing, and its parameters counted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+from torch import nn
+
+from ablate.config import ConfigError, default_config, enc_dec_layers, head_dims, merge_layer, validate_config
+from ablate.model.attention import ATTENTION
+from ablate.model.ffn import FFN
+from ablate.model.norm import NORM
+from ablate.model.positional import POSITIONAL
+from ablate.model.transformer import DecoderLayer, EncoderLayer, Transformer
+from ablate.registry import Registry, RegistryError, parse_slot
+
+# Used by train_flops when the caller does not know the average sentence lengths: about the mean
+# subword length of one side of a WMT'14 En-De sentence pair.
+TYPICAL_SENTENCE_LEN = 32
+
+
+def resolve_model_config(model_cfg: Any, source: str = "model config") -> DictConfig:
+    """A checked ``model`` section from a DictConfig, a ModelConfig or a plain mapping of its fields.
+
+    Missing fields take ModelConfig's defaults; unknown keys, wrong types and impossible values raise
+    ConfigError.
+    """
+    if OmegaConf.is_config(model_cfg):
+        mapping = OmegaConf.to_container(model_cfg, resolve=True)
+    elif dataclasses.is_dataclass(model_cfg) and not isinstance(model_cfg, type):
+        mapping = dataclasses.asdict(model_cfg)
+    elif isinstance(model_cfg, Mapping):
+        mapping = dict(model_cfg)
+    else:
+        raise ConfigError(f"{source}: expected a model config mapping, got {type(model_cfg).__name__}")
+    cfg = merge_layer(default_config(), {"model": mapping}, source)
+    validate_config(cfg, source, check_names=False)
+    return cfg.model
+
+
+def _params_of(cls: Any) -> set[str] | None:
+    """Keyword names ``cls`` accepts; None if it takes ``**kwargs`` (accepts anything)."""
+    sig = inspect.signature(cls)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+        return None
+    return {n for n, p in sig.parameters.items() if p.kind is not inspect.Parameter.VAR_POSITIONAL}
+
+
+@dataclasses.dataclass
+class _Slot:
+    """A resolved slot: the registered class and the keywords it will be called with."""
+
+    key: str
+    cls: Any
+    kwargs: dict[str, Any]
+
+    def build(self) -> nn.Module:
+        return self.cls(**self.kwargs)
+
+    def num_params(self) -> int:
+        # only a closed form defined in the class's own body: an inherited one may miss new parameters
+        if isinstance(self.cls, type) and "num_params" in vars(self.cls):
+            fn = self.cls.num_params  # bound through the descriptor (static or class method)
+            accepted = _params_of(fn)
+            kw = self.kwargs if accepted is None else {k: v for k, v in self.kwargs.items() if k in accepted}
+            return int(fn(**kw))
+        with torch.device("meta"):  # no closed form: build it without allocating and count
+            module = self.build()
+        return sum(p.numel() for p in module.parameters())
+
+
+def _slot(registry: Registry[Any], spec: Any, context: dict[str, Any], key: str) -> _Slot:
+    spec = OmegaConf.to_container(spec, resolve=True) if OmegaConf.is_config(spec) else spec
+    try:
+        name, args = parse_slot(spec, registry.kind)
+        cls = registry.get(name)
+    except RegistryError as exc:
+        raise ConfigError(f"{key}: {exc}") from None
+    accepted = _params_of(cls)
+    if accepted is not None:
+        unknown = sorted(set(args) - accepted)
+        if unknown:
+            raise ConfigError(
+                f"{key}: {name!r} does not take the argument(s) {', '.join(unknown)} "
+                f"(it takes: {', '.join(sorted(accepted)) or 'none'})"
+            )
+        context = {k: v for k, v in context.items() if k in accepted}
+    return _Slot(key, cls, {**context, **args})
+
+
+def _slots(m: DictConfig) -> dict[str, _Slot]:
+    d_k, d_v = head_dims(m)
+    return {
+        "positional": _slot(
+            POSITIONAL,
+            m.positional,
+            dict(d_model=m.d_model, max_positions=m.max_positions, n_heads=m.n_heads, d_k=d_k),
+            "model.positional",
+        ),
+        "attention": _slot(
+            ATTENTION,
+            m.attention,
+            dict(d_model=m.d_model, n_heads=m.n_heads, d_k=d_k, d_v=d_v, dropout=m.attention_dropout),
+            "model.attention",
+        ),
+        "norm": _slot(NORM, m.norm, dict(d_model=m.d_model), "model.norm"),
+        "ffn": _slot(FFN, m.ffn, dict(d_model=m.d_model, d_ff=m.d_ff), "model.ffn"),
+    }
+
+
+def _embedding(vocab_size: int, d_model: int, pad_id: int) -> nn.Embedding:
+    emb = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
+    # std d_model^-0.5: after the sqrt(d_model) scaling the embeddings have unit scale, like the
+    # sinusoids; as the pre-softmax matrix it gives logits of unit scale (fairseq's choice)
+    nn.init.normal_(emb.weight, mean=0.0, std=d_model**-0.5)
+    with torch.no_grad():
+        emb.weight[pad_id].zero_()
+    return emb
+
+
+def build_model(model_cfg: Any, vocab_size: int, pad_id: int = 0) -> Transformer:
+    """Build the encoder-decoder Transformer described by ``model_cfg`` (see the module docstring)."""
+    if vocab_size <= pad_id or vocab_size < 2:
+        raise ConfigError(f"vocab_size={vocab_size} must exceed pad_id={pad_id}; check the prepared vocabulary")
+    m = resolve_model_config(model_cfg)
+    slots = _slots(m)
+    n_enc, n_dec = enc_dec_layers(m)
+    norm, attn, ffn = slots["norm"], slots["attention"], slots["ffn"]
+    placement, p = m.norm_placement, m.dropout
+
+    src_embed = _embedding(vocab_size, m.d_model, pad_id)
+    if m.tie_embeddings:  # one matrix for source, target and the pre-softmax projection (section 3.4)
+        tgt_embed, out_proj = src_embed, None
+    else:
+        tgt_embed = _embedding(vocab_size, m.d_model, pad_id)
+        out_proj = nn.Linear(m.d_model, vocab_size, bias=False)
+        nn.init.normal_(out_proj.weight, mean=0.0, std=m.d_model**-0.5)
+
+    encoder = [
+        EncoderLayer(attn.build(), ffn.build(), [norm.build() for _ in range(2)], p, placement) for _ in range(n_enc)
+    ]
+    decoder = [
+        DecoderLayer(attn.build(), attn.build(), ffn.build(), [norm.build() for _ in range(3)], p, placement)
+        for _ in range(n_dec)
+    ]
+    pre = placement == "pre"  # pre-norm leaves each stack's output unnormalized: add a final norm
+    return Transformer(
+        src_embed=src_embed,
+        tgt_embed=tgt_embed,
+        out_proj=out_proj,
+        src_positional=slots["positional"].build(),
+        tgt_positional=slots["positional"].build(),
+        encoder_layers=encoder,
+        decoder_layers=decoder,
+        encoder_norm=norm.build() if pre else None,
+        decoder_norm=norm.build() if pre else None,
+        d_model=m.d_model,
+        dropout=p,
+        scale_embeddings=m.scale_embeddings,
+        pad_id=pad_id,
+    )
+
+
+def count_parameters(model_cfg: Any, vocab_size: int) -> int:
+    """Closed-form parameter count of ``build_model(model_cfg, vocab_size)``; allocates nothing."""
+    m = resolve_model_config(model_cfg)
+    slots = _slots(m)
+    n_enc, n_dec = enc_dec_layers(m)
+    attn, ffn, norm = (slots[k].num_params() for k in ("attention", "ffn", "norm"))
+    embeddings = vocab_size * m.d_model * (1 if m.tie_embeddings else 3)
+    total = embeddings + 2 * slots["positional"].num_params()
+    total += n_enc * (attn + ffn + 2 * norm) + n_dec * (2 * attn + ffn + 3 * norm)
+    if m.norm_placement == "pre":
+        total += 2 * norm
+    return total
+
+
+def train_flops(
+    model_cfg: Any,
+    vocab_size: int,
+    src_tokens: float,
+    tgt_tokens: float,
+    src_len: float | None = None,
+    tgt_len: float | None = None,
+) -> float:
+    """Estimated forward + backward FLOPs for a batch of ``src_tokens`` / ``tgt_tokens`` tokens.
+
+    Forward: matmuls at 2*m*n*k (projections, FFN at 2 FLOPs per FFN parameter, attention scores
+    Q.K^T and weights.V at the average lengths ``src_len`` / ``tgt_len`` (causal self-attention sees
+    (T+1)/2 keys on average), cross-attention K/V once per source token per decoder layer, and the
+    V-way output projection). Training = 3x forward (the backward pass costs about twice the forward).
+    Lengths default to TYPICAL_SENTENCE_LEN. Attention variants are costed as full multi-head attention.
+    """
+    m = resolve_model_config(model_cfg)
+    n_enc, n_dec = enc_dec_layers(m)
+    d_k, d_v = head_dims(m)
+    d, h = m.d_model, m.n_heads
+    s_len = float(src_len if src_len is not None else TYPICAL_SENTENCE_LEN)
+    t_len = float(tgt_len if tgt_len is not None else TYPICAL_SENTENCE_LEN)
+    ffn = 2.0 * _slots(m)["ffn"].num_params()
+
+    def scores(keys: float) -> float:  # Q.K^T and weights.V for one query over `keys` keys
+        return 2.0 * h * (d_k + d_v) * keys
+
+    q_o = 2.0 * (d * h * d_k + h * d_v * d)  # W_Q and W_O per query token
+    k_v = 2.0 * (d * h * d_k + d * h * d_v)  # W_K and W_V per key/value token
+    enc_token = q_o + k_v + scores(s_len) + ffn
+    dec_token = (q_o + k_v + scores((t_len + 1) / 2)) + (q_o + scores(s_len)) + ffn
+    forward = src_tokens * n_enc * enc_token  # encoder
+    forward += src_tokens * n_dec * k_v  # cross-attention K/V of the encoder output, per decoder layer
+    forward += tgt_tokens * (n_dec * dec_token + 2.0 * d * vocab_size)  # decoder + output projection
+    return 3.0 * forward

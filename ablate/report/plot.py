@@ -1,0 +1,113 @@
+"""A PNG of the Table 3 reproduction that a person reads at a glance (``ablate table --plot FILE.png``).
+
+Two panels, dev PPL and dev BLEU. Each row of the sweep (except base) is one pair of horizontal bars:
+its change against base, ours (solid) and the paper's (hatched), in the colour of its group (A-E,
+big). The change is relative, in percent of the base value, so a CPU-scale sweep whose base PPL is
+30 and the paper's base of 4.92 share one honest axis: what a reader checks is whether the bars
+point the same way and whether the big effects are big in both. Rows without results say why
+("waiting", "running", "failed"). The absolute base values are in the panel titles.
+
+matplotlib is imported here only (and with the Agg canvas, no GUI backend), so `ablate table`
+without ``--plot`` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ablate.report.paper import GROUP_TITLES, PAPER
+from ablate.report.render import row_label
+from ablate.report.table import ReportRow, Stat, Table3
+
+# Fixed colours per group (matplotlib's tab10), so the same group looks the same in every plot.
+GROUP_COLORS = {
+    "A": "#1f77b4",
+    "B": "#ff7f0e",
+    "C": "#2ca02c",
+    "D": "#d62728",
+    "E": "#9467bd",
+    "big": "#8c564b",
+}
+OTHER_COLOR = "#7f7f7f"
+
+
+def _relative(value: Stat | None, base: Stat | None) -> float | None:
+    if value is None or base is None or base.mean == 0:
+        return None
+    return 100.0 * (value.mean - base.mean) / base.mean
+
+
+def _paper_relative(row: ReportRow, metric: str) -> float | None:
+    delta = row.paper_delta
+    if delta is None or row.paper is None:
+        return None
+    base_value = row.paper.ppl - delta[0] if metric == "ppl" else row.paper.bleu - delta[1]
+    return 100.0 * (delta[0] if metric == "ppl" else delta[1]) / base_value
+
+
+def plot_table(table: Table3, path: str | Path) -> Path:
+    """Write the figure to ``path`` (PNG) and return the path."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    base = table.base
+    rows = [r for r in table.rows if not r.is_base]
+    n = max(len(rows), 1)
+    fig = Figure(figsize=(13, 1.6 + 0.36 * n), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 2, sharey=True)
+    bar = 0.38
+    ys = list(range(len(rows)))
+
+    for ax, metric, better in zip(axes, ("ppl", "bleu"), ("lower is better", "higher is better")):
+        ours_base = getattr(base, metric) if base else None
+        values: list[float] = []
+        for y, row in zip(ys, rows):
+            color = GROUP_COLORS.get(row.group, OTHER_COLOR)
+            ours = _relative(getattr(row, metric), ours_base)
+            paper = _paper_relative(row, metric)
+            if ours is not None:
+                ax.barh(y - bar / 2, ours, height=bar, color=color, edgecolor=color)
+                values.append(ours)
+            else:
+                why = row.pending or "n/a"  # spelled out: the table's "…" is too small to see on a bar chart
+                ax.text(0, y - bar / 2, f" {why}", va="center", ha="left", fontsize=8, color="#555555")
+            if paper is not None:
+                ax.barh(y + bar / 2, paper, height=bar, color=color, alpha=0.35, hatch="///", edgecolor=color)
+                values.append(paper)
+        ax.axvline(0, color="black", linewidth=0.8)
+        span = max((abs(v) for v in values), default=1.0) * 1.1 or 1.0
+        ax.set_xlim(-span, span)
+        ax.grid(axis="x", color="#dddddd", linewidth=0.6)
+        ax.set_axisbelow(True)
+        name = metric.upper()
+        ours_text = f"{ours_base.mean:.2f}" if ours_base else "n/a"
+        paper_base = PAPER["base"].ppl if metric == "ppl" else PAPER["base"].bleu
+        title = f"dev {name}: change vs base ({better})\nbase: ours {ours_text}, paper {paper_base:g}"
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel(f"{name} change vs base row (%)")
+
+    axes[0].set_yticks(ys, [row_label(r) for r in rows], fontsize=9)
+    axes[0].invert_yaxis()  # first row of the sweep at the top, as in the table
+    # Thin lines between groups, as the paper's table separates them.
+    for ax in axes:
+        for y in range(1, len(rows)):
+            if rows[y].group != rows[y - 1].group:
+                ax.axhline(y - 0.5, color="#999999", linewidth=0.6, linestyle=":")
+
+    groups = list(dict.fromkeys(r.group for r in rows))
+    handles = [
+        Patch(facecolor=GROUP_COLORS.get(g, OTHER_COLOR), label=f"{g}: {GROUP_TITLES.get(g, g)}") for g in groups
+    ]
+    handles += [
+        Patch(facecolor="#666666", label="ours (solid)"),
+        Patch(facecolor="#666666", alpha=0.35, hatch="///", edgecolor="#666666", label="paper (hatched)"),
+    ]
+    title = f"Table 3 reproduction: {table.name}" if table.name else "Table 3 reproduction"
+    fig.suptitle(f"{title}  (ours vs Vaswani et al. 2017)", fontsize=12)
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), fontsize=9, frameon=False)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    return out

@@ -1,0 +1,226 @@
+"""Build the Table 3 report from a sweep's trial results: one row per sweep row, the paper beside it.
+
+Each sweep row (all seeds of one ``rows:`` entry) becomes a :class:`ReportRow`:
+
+* its Table 3 settings, and the cells that differ from our base row (the paper's layout leaves the
+  unchanged cells blank), computed from the trials' resolved configs, not from the sweep's overrides,
+  so a change made through the experiment file or a layer shows up too;
+* our dev PPL / BLEU as mean and sample std over the seeds that finished, the parameter count, and
+  each row's delta against our base next to the paper's delta against its base;
+* how many of its trials are done, and which are still waiting, running or have failed.
+
+Rendering lives in :mod:`ablate.report.render`, the fidelity summary in :mod:`ablate.report.fidelity`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ablate.report.errors import ReportError
+from ablate.report.paper import PAPER, PaperRow, changed_settings, paper_delta, settings_of
+
+# The metrics the table reads from a trial (keys written by training; see docs/architecture.md).
+PPL_KEY = "val/ppl"
+BLEU_KEY = "val/bleu"
+
+
+class TrialLike(Protocol):
+    """The fields of ``ablate.sweep.results.TrialResult`` the report reads."""
+
+    row: str
+    group: str | None
+    paper: str | None
+    seed: int
+    state: str  # done | running | waiting | failed
+    config: Mapping[str, Any]
+    params: int | None
+    metrics: Mapping[str, Any]
+    failure: str | None
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Mean and sample standard deviation over the seeds that finished (std None for one seed)."""
+
+    mean: float
+    std: float | None
+    n: int
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Stat | None:
+        if not values:
+            return None
+        std = statistics.stdev(values) if len(values) > 1 else None
+        return cls(statistics.fmean(values), std, len(values))
+
+
+@dataclass
+class ReportRow:
+    """One row of our Table 3."""
+
+    name: str  # the sweep row's name
+    group: str  # base, A..E, big or the sweep's own group
+    paper: PaperRow | None  # the paper's row this one reproduces, if any
+    settings: dict[str, Any]  # all ten Table 3 settings (None when no trial has a config yet)
+    changed: dict[str, Any]  # the settings that differ from our base row
+    ppl: Stat | None = None
+    bleu: Stat | None = None
+    params: int | None = None
+    ppl_delta: float | None = None  # our mean PPL minus our base's (None on the base row itself)
+    bleu_delta: float | None = None
+    is_base: bool = False
+    states: dict[str, int] = field(default_factory=dict)  # trial state -> count
+    failures: list[str] = field(default_factory=list)  # "seed 2: loss became NaN at step 300"
+
+    @property
+    def n_trials(self) -> int:
+        return sum(self.states.values())
+
+    @property
+    def n_done(self) -> int:
+        return self.states.get("done", 0)
+
+    @property
+    def pending(self) -> str | None:
+        """What the row is waiting for when no seed has finished: running, waiting or failed."""
+        if self.n_done:
+            return None
+        for state in ("running", "waiting", "failed"):
+            if self.states.get(state):
+                return state
+        return "waiting"  # listed in the sweep file but not yet in the store
+
+    @property
+    def paper_delta(self) -> tuple[float, float] | None:
+        if self.paper is None or self.is_base or self.paper.id == "base":
+            return None
+        return paper_delta(self.paper.id)
+
+    @property
+    def runs(self) -> str:
+        """``"1/1"``, ``"2/3 (1 failed)"``: seeds done out of the row's trials, and what the rest are doing."""
+        if not self.n_trials:  # listed in the sweep file, not in the store yet
+            return "not started"
+        rest = [f"{self.states[s]} {s}" for s in ("running", "waiting", "failed") if self.states.get(s)]
+        text = f"{self.n_done}/{self.n_trials}"
+        return f"{text} ({', '.join(rest)})" if rest else text
+
+
+@dataclass
+class Table3:
+    """The whole report: rows in the sweep's order and the name of the sweep."""
+
+    name: str
+    rows: list[ReportRow]
+
+    @property
+    def base(self) -> ReportRow | None:
+        return next((r for r in self.rows if r.is_base), None)
+
+
+def _number(value: Any) -> float | None:
+    """A finite float, or None for missing / NaN values (a diverged run has no PPL to average)."""
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if out == out and out not in (float("inf"), float("-inf")) else None
+
+
+def _ordered_rows(results: Sequence[TrialLike], row_order: Sequence[str] | None) -> list[str]:
+    names = list(dict.fromkeys(row_order or ()))
+    for r in results:  # rows the spec does not list (e.g. an older version of the file) still show
+        if r.row not in names:
+            names.append(r.row)
+    return names
+
+
+def _pick_base(names: Sequence[str], by_row: Mapping[str, list[TrialLike]], groups: Mapping[str, str]) -> str:
+    """Our base row: the one reproducing the paper's base, else the one in group base, else the first."""
+    for name in names:
+        if any(t.paper == "base" for t in by_row.get(name, ())):
+            return name
+    for name in names:
+        if groups.get(name) == "base":
+            return name
+    return names[0]
+
+
+def build_table(
+    results: Iterable[TrialLike],
+    row_order: Sequence[str] | None = None,
+    name: str = "",
+    row_info: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Table3:
+    """Aggregate trial results into report rows, in the sweep file's row order.
+
+    ``row_info`` (row name -> ``{group, paper}``) describes rows of the sweep file that have no trial
+    in the store yet, so they still show, marked as waiting.
+    """
+    results = list(results)
+    row_info = row_info or {}
+    names = _ordered_rows(results, row_order)
+    if not names:
+        raise ReportError(f"sweep {name or '?'} has no rows and no results; run `ablate sweep` first")
+    by_row: dict[str, list[TrialLike]] = {n: [] for n in names}
+    for r in results:
+        by_row[r.row].append(r)
+
+    groups: dict[str, str] = {}
+    papers: dict[str, str | None] = {}
+    for n in names:
+        trials = by_row[n]
+        info = row_info.get(n, {})
+        papers[n] = next((t.paper for t in trials if t.paper), None) or info.get("paper")
+        paper_group = PAPER[papers[n]].group if papers[n] in PAPER else None
+        groups[n] = next((t.group for t in trials if t.group), None) or info.get("group") or paper_group or ""
+        if papers[n] is not None and papers[n] not in PAPER:
+            raise ReportError(f"row {n!r}: unknown paper row {papers[n]!r} (valid: {', '.join(PAPER)})")
+
+    base_name = _pick_base(names, by_row, groups)
+    base_config = next((t.config for t in by_row[base_name] if t.config), None)
+    base_settings = settings_of(base_config) if base_config else None
+
+    rows: list[ReportRow] = []
+    for n in names:
+        trials = by_row[n]
+        config = next((t.config for t in trials if t.config), None)
+        settings = settings_of(config) if config else {}
+        # Without our base's config we cannot tell what changed: fall back to the paper's cells.
+        if base_settings is not None and settings:
+            changed = changed_settings(settings, base_settings)
+        else:
+            changed = dict(PAPER[papers[n]].changes) if papers[n] in PAPER else {}
+        done = [t for t in trials if t.state == "done"]
+        states: dict[str, int] = {}
+        for t in trials:
+            states[t.state] = states.get(t.state, 0) + 1
+        params = next((p for p in (t.params or _number(t.metrics.get("params")) for t in trials) if p), None)
+        rows.append(
+            ReportRow(
+                name=n,
+                group=groups[n],
+                paper=PAPER.get(papers[n]) if papers[n] else None,
+                settings=settings,
+                changed=changed,
+                ppl=Stat.of([v for t in done if (v := _number(t.metrics.get(PPL_KEY))) is not None]),
+                bleu=Stat.of([v for t in done if (v := _number(t.metrics.get(BLEU_KEY))) is not None]),
+                params=int(params) if params else None,
+                is_base=n == base_name,
+                states=states,
+                failures=[f"seed {t.seed}: {t.failure or 'failed'}" for t in trials if t.state == "failed"],
+            )
+        )
+
+    base = next(r for r in rows if r.is_base)
+    for row in rows:
+        if row.is_base:
+            continue
+        if row.ppl and base.ppl:
+            row.ppl_delta = row.ppl.mean - base.ppl.mean
+        if row.bleu and base.bleu:
+            row.bleu_delta = row.bleu.mean - base.bleu.mean
+    return Table3(name=name, rows=rows)

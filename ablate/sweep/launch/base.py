@@ -1,0 +1,120 @@
+"""The controller loop every launcher shares: sync the store, start work, reap, retry, show progress.
+
+A launcher says how a claimed attempt starts (a local subprocess, a SLURM array task) and whether
+an attempt it started is still alive; this loop does the rest, identically for both:
+
+1. enqueue the sweep's trials the store lacks (under the store's lock, so two controllers agree);
+2. give every failed trial one new attempt ("run the sweep again" retries failures), except the
+   diverged ones, whose result is final;
+3. until no attempt of the sweep is WAITING or RUNNING: reap dead attempts (the launcher knows its
+   own; others by heartbeat), retry crashed ones up to ``max_retries``, start waiting ones, redraw.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from ablate.sweep.errors import SweepError
+from ablate.sweep.progress import ProgressView
+from ablate.sweep.spec import Sweep
+from ablate.sweep.store import FINAL_KINDS, NO_AUTO_RETRY, Attempt, SweepStore, summarize
+
+
+class Launcher:
+    """Base of the registered launchers; subclasses define KEYS, validate, start and alive."""
+
+    KEYS: dict[str, str] = {}
+    poll_s: float = 1.0
+
+    def __init__(self, sweep: Sweep, store: SweepStore) -> None:
+        self.sweep, self.store = sweep, store
+        self.cfg = dict(sweep.launcher)
+        self.poll_s = float(self.cfg.get("poll_s", self.poll_s))
+        self.retries: Counter[str] = Counter()
+
+    # -- validation (pure; called while the sweep file is checked) ------------------------------
+    @classmethod
+    def validate(cls, cfg: Mapping[str, Any], where: str) -> dict[str, Any]:
+        from ablate.sweep.spec import _unknown
+
+        for key in cfg:
+            if key not in cls.KEYS:
+                raise _unknown(where, key, list(cls.KEYS))
+        return dict(cfg)
+
+    @staticmethod
+    def positive_int(cfg: Mapping[str, Any], key: str, where: str) -> None:
+        value = cfg.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
+            raise SweepError(f"{where}: {key} must be a positive integer, got {value!r}")
+
+    # -- hooks ----------------------------------------------------------------------------------
+    def start(self, waiting: list[Attempt]) -> None:
+        """Start some of the waiting attempts (in sweep order)."""
+        raise NotImplementedError
+
+    def alive(self, attempt: Attempt) -> bool | None:
+        """True/False when the launcher knows whether a RUNNING attempt lives; None: ask the heartbeat."""
+        return None
+
+    def poll(self) -> None:
+        """Notice finished children/jobs (and record the attempts they left RUNNING)."""
+
+    def busy(self) -> bool:
+        """Whether work this controller started is still in flight."""
+        return False
+
+    def shutdown(self) -> None:
+        """Ctrl-C: stop or detach from what was started, leaving every trial resumable."""
+
+    # -- the loop -------------------------------------------------------------------------------
+    def mine(self) -> dict[str, list[Attempt]]:
+        ids = {t.trial_id for t in self.sweep.trials}
+        return {k: v for k, v in self.store.by_trial().items() if k in ids}
+
+    def retry_failed(self, first: bool) -> None:
+        for _, attempts in self.mine().items():
+            state, last = summarize(attempts)
+            if state != "failed" or last is None or last.kind in FINAL_KINDS:
+                continue
+            if first:  # a new `ablate sweep` retries every failure once, cancelled ones included
+                self.store.retry(last)
+            elif last.kind not in NO_AUTO_RETRY and self.retries[last.ablate_id] < self.sweep.max_retries:
+                if self.store.retry(last):
+                    self.retries[last.ablate_id] += 1
+
+    def waiting(self) -> list[Attempt]:
+        order = {t.trial_id: t.order for t in self.sweep.trials}
+        out = [a for lst in self.mine().values() for a in lst if a.state == "WAITING"]
+        return sorted(out, key=lambda a: (order[a.ablate_id], a.attempt))
+
+    def run(self, detach: bool = False, view: ProgressView | None = None) -> dict[str, int]:
+        """Drive the sweep to the end (or, detached, until everything is submitted)."""
+        created = self.store.sync(self.sweep)
+        view = view or ProgressView(self.sweep)
+        view.note(f"store {self.store.url}: {len(created)} new trial(s), {len(self.sweep.trials)} in the sweep")
+        self.retry_failed(first=True)
+        try:
+            while True:
+                self.poll()
+                grace = float(self.sweep.heartbeat["grace_s"])
+                for a in self.store.reap(grace, self.alive):
+                    view.note(f"reaped {a.attrs.get('row')} seed {a.attrs.get('seed')}: {a.attrs.get('failure')}")
+                self.retry_failed(first=False)
+                self.start(self.waiting())
+                by_trial = self.mine()
+                view.update(by_trial)
+                active = any(a.state in ("WAITING", "RUNNING") for lst in by_trial.values() for a in lst)
+                if detach or (not active and not self.busy()):
+                    break
+                time.sleep(self.poll_s)
+        except KeyboardInterrupt:
+            view.note("interrupted: stopping trials; run `ablate sweep` again to resume")
+            self.shutdown()
+            view.close()
+            raise
+        view.close()
+        return Counter(summarize(self.mine().get(t.trial_id, []))[0] for t in self.sweep.trials)

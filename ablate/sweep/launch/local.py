@@ -1,0 +1,168 @@
+"""Local launcher: N slots on this machine, one subprocess per trial.
+
+A slot is a CPU core (CPU trials) or a GPU. A trial takes ``devices_per_trial`` slots and sees only
+those: ``CUDA_VISIBLE_DEVICES`` for GPUs, ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` (torch's intra-op
+threads) for CPU cores. Each trial runs as ``python -m ablate.sweep.worker`` in its own process group,
+so a crash or a kill -9 of a trial cannot take the sweep down, and Ctrl-C can stop a trial with
+everything it spawned (DataLoader workers, DDP ranks).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ablate.sweep.errors import SweepError
+from ablate.sweep.launch import LAUNCHERS
+from ablate.sweep.launch.base import Launcher
+from ablate.sweep.store import Attempt
+
+
+def _uses_gpu(config: Mapping[str, Any]) -> bool:
+    accel = str(config.get("trainer", {}).get("accelerator", "auto"))
+    if accel == "cpu":
+        return False
+    try:
+        import torch
+
+        return accel in ("gpu", "cuda", "auto") and torch.cuda.is_available()
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return False
+
+
+def _device_count(gpu: bool) -> int:
+    if gpu:
+        import torch
+
+        return max(1, torch.cuda.device_count())
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+@dataclass
+class _Child:
+    proc: subprocess.Popen[bytes]
+    devices: list[int]
+    attempt: Attempt
+
+
+@LAUNCHERS.register("local")
+class LocalLauncher(Launcher):
+    """Run trials as subprocesses on this machine, several at once (slots = cores or GPUs)."""
+
+    KEYS = {
+        "name": "local",
+        "slots": "devices to share out (default: GPUs if the trials use them, else CPU cores)",
+        "devices_per_trial": "slots one trial takes (threads on CPU, GPUs on GPU; default 1)",
+        "poll_s": "seconds between looks at the store (default 1)",
+    }
+
+    @classmethod
+    def validate(cls, cfg: Mapping[str, Any], where: str) -> dict[str, Any]:
+        out = super().validate(cfg, where)
+        for key in ("slots", "devices_per_trial"):
+            cls.positive_int(out, key, where)
+        if out.get("slots") and out.get("devices_per_trial", 1) > out["slots"]:
+            raise SweepError(f"{where}: devices_per_trial={out['devices_per_trial']} exceeds slots={out['slots']}")
+        return out
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.gpu = any(_uses_gpu(t.config) for t in self.sweep.trials)
+        self.slots = int(self.cfg.get("slots") or _device_count(self.gpu))
+        self.per_trial = int(self.cfg.get("devices_per_trial", 1))
+        if self.per_trial > self.slots:
+            raise SweepError(
+                f"{self.sweep.path}: launcher.devices_per_trial={self.per_trial} but this machine has "
+                f"{self.slots} {'GPUs' if self.gpu else 'CPU cores'}; lower it or set launcher.slots"
+            )
+        self.free = list(range(self.slots))
+        self.children: dict[int, _Child] = {}
+        self.token_base = f"local:{socket.gethostname()}:{os.getpid()}"
+
+    def busy(self) -> bool:
+        return bool(self.children)
+
+    def alive(self, attempt: Attempt) -> bool | None:
+        child = self.children.get(attempt.storage_id)
+        return True if child is not None and child.proc.poll() is None else None
+
+    def start(self, waiting: list[Attempt]) -> None:
+        for a in waiting:
+            if len(self.free) < self.per_trial:
+                return
+            token = f"{self.token_base}:{a.storage_id}"
+            if not self.store.claim(a.storage_id, token):
+                continue  # another controller took it
+            devices, self.free = self.free[: self.per_trial], self.free[self.per_trial :]
+            self.children[a.storage_id] = _Child(self._spawn(a, token, devices), devices, a)
+
+    def _spawn(self, a: Attempt, token: str, devices: list[int]) -> subprocess.Popen[bytes]:
+        env = dict(os.environ)
+        if self.gpu:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in devices)
+            threads = max(1, _device_count(False) // max(1, self.slots // self.per_trial))
+        else:
+            threads = len(devices)
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            env[var] = str(threads)
+        run_dir = Path(a.attrs["run_dir"])
+        run_dir.mkdir(parents=True, exist_ok=True)
+        cmd = [
+            sys.executable, "-m", "ablate.sweep.worker", "--url", self.store.url, "--study", self.store.study_name,
+            "--trial", str(a.storage_id), "--token", token,
+        ]
+        with open(run_dir / "worker.log", "ab") as log:
+            log.write(f"\n== attempt {a.attempt} (trial #{a.number}) {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
+            log.flush()
+            # A new session: a Ctrl-C at the terminal reaches the controller only, which then stops
+            # each trial with SIGTERM to its whole process group (DataLoader workers included).
+            proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.store.set_attr(a.storage_id, "worker_pid", proc.pid)
+        return proc
+
+    def poll(self) -> None:
+        for sid, child in list(self.children.items()):
+            code = child.proc.poll()
+            if code is None:
+                continue
+            del self.children[sid]
+            self.free = sorted(self.free + child.devices)
+            now = self.store.get(sid)
+            if now.state == "RUNNING":  # the worker died before it could record anything
+                how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
+                log = Path(now.attrs["run_dir"]) / "worker.log"
+                self.store.fail(sid, f"worker {how} (log: {log})", "crashed")
+
+    def shutdown(self) -> None:
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not orphan children
+        try:
+            for child in self.children.values():
+                _signal_group(child.proc, signal.SIGTERM)
+            deadline = time.time() + 20
+            for child in self.children.values():
+                try:
+                    child.proc.wait(timeout=max(0.1, deadline - time.time()))
+                except subprocess.TimeoutExpired:
+                    _signal_group(child.proc, signal.SIGKILL)
+                    child.proc.wait()
+            for sid in list(self.children):
+                if self.store.get(sid).state == "RUNNING":
+                    self.store.fail(sid, "interrupted (Ctrl-C); resumes from its checkpoint", "interrupted")
+            self.children.clear()
+        finally:
+            signal.signal(signal.SIGINT, old)
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass

@@ -1,0 +1,177 @@
+"""SLURM launcher: trials as submitit job arrays, one array per resource profile.
+
+The executor is ``submitit.AutoExecutor(cluster="slurm")``, never its guess (it picks SLURM whenever
+``srun`` is on PATH). Each array task runs :class:`SlurmTrial`, a submitit ``Checkpointable``: on a
+preemption or time-limit signal submitit requeues it with the same arguments, and on a requeue
+(``scontrol requeue`` included) the task re-enters the same attempt - its claim token is the job id,
+which a requeue keeps - and training resumes from ``<run dir>/checkpoints/last.ckpt`` into the same
+W&B run. Lightning gets ``SLURMEnvironment(auto_requeue=False)`` so it does not requeue as well.
+
+Job states come from ``sacct`` (a cancelled job is seen only there): a RUNNING or WAITING attempt
+whose job ended without recording a result is failed with the SLURM state as its reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Mapping
+from typing import Any
+
+from ablate.sweep.errors import SweepError
+from ablate.sweep.launch import LAUNCHERS
+from ablate.sweep.launch.base import Launcher
+from ablate.sweep.store import Attempt
+
+# sacct states of a job that may still run the attempt (pending after a requeue counts).
+_ALIVE = {"PENDING", "RUNNING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED", "CONFIGURING",
+          "COMPLETING", "RESIZING", "PREEMPTED", "SIGNALING", "STAGE_OUT"}
+
+# Launcher key -> submitit AutoExecutor parameter.
+_PARAMS = {
+    "timeout_min": "timeout_min", "mem_gb": "mem_gb", "cpus_per_task": "cpus_per_task",
+    "gpus_per_node": "gpus_per_node", "tasks_per_node": "tasks_per_node", "nodes": "nodes",
+    "partition": "slurm_partition", "account": "slurm_account", "qos": "slurm_qos",
+    "constraint": "slurm_constraint", "array_parallelism": "slurm_array_parallelism",
+    "additional": "slurm_additional_parameters", "setup": "slurm_setup", "signal_delay_s": "slurm_signal_delay_s",
+}
+
+
+def job_token() -> str:
+    """This job's id as submitit names it (``123_4`` in an array); unchanged by a requeue."""
+    array, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
+    return f"slurm:{array}_{task}" if array and task else f"slurm:{os.environ.get('SLURM_JOB_ID', '?')}"
+
+
+class SlurmTrial:
+    """The callable an array task runs: claim (or re-enter) one attempt and train it in-process."""
+
+    def __init__(self, url: str, study: str, storage_id: int) -> None:
+        self.url, self.study, self.storage_id = url, study, storage_id
+
+    def __call__(self) -> str:
+        from ablate.sweep.worker import run_trial, slurm_trainer_kwargs
+
+        return run_trial(self.url, self.study, self.storage_id, job_token(), slurm_trainer_kwargs())
+
+    def checkpoint(self) -> Any:
+        """Preemption / time limit: resubmit the same call; the trainer resumes from last.ckpt."""
+        from submitit.helpers import DelayedSubmission
+
+        from ablate.sweep.store import SweepStore
+
+        try:
+            store = SweepStore(self.url, self.study)
+            n = int(store.get(self.storage_id).attrs.get("requeues", 0))
+            store.set_attr(self.storage_id, "requeues", n + 1)
+        except Exception:  # noqa: BLE001 - the requeue matters more than the counter
+            pass
+        return DelayedSubmission(self)
+
+
+@LAUNCHERS.register("slurm")
+class SlurmLauncher(Launcher):
+    """Submit trials to SLURM as job arrays (submitit); resumable across preemption and requeue."""
+
+    KEYS = {
+        "name": "slurm", "partition": "--partition", "account": "--account", "qos": "--qos",
+        "constraint": "--constraint", "timeout_min": "--time in minutes", "mem_gb": "--mem in GB",
+        "cpus_per_task": "--cpus-per-task", "gpus_per_node": "--gpus-per-node",
+        "tasks_per_node": "--ntasks-per-node (DDP ranks per node)", "nodes": "--nodes",
+        "array_parallelism": "tasks of one array running at once",
+        "additional": "extra sbatch options {key: value}", "setup": "shell lines run before the trial",
+        "signal_delay_s": "seconds before the time limit that the checkpoint signal comes",
+        "folder": "submitit logs (default: .ablate/slurm/<sweep> beside the sweep file)",
+        "poll_s": "seconds between looks at the store and sacct (default 5)",
+    }
+    poll_s = 5.0
+
+    @classmethod
+    def validate(cls, cfg: Mapping[str, Any], where: str) -> dict[str, Any]:
+        out = super().validate(cfg, where)
+        for key in ("timeout_min", "mem_gb", "cpus_per_task", "tasks_per_node", "nodes", "array_parallelism"):
+            cls.positive_int(out, key, where)
+        if out.get("gpus_per_node") is not None and (not isinstance(out["gpus_per_node"], int) or out["gpus_per_node"] < 0):
+            raise SweepError(f"{where}: gpus_per_node must be an integer >= 0, got {out['gpus_per_node']!r}")
+        if "additional" in out and not isinstance(out["additional"], Mapping):
+            raise SweepError(f"{where}: additional must be a mapping of sbatch options, e.g. {{mail-type: END}}")
+        if "setup" in out and not (isinstance(out["setup"], list) and all(isinstance(s, str) for s in out["setup"])):
+            raise SweepError(f"{where}: setup must be a list of shell lines")
+        return out
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.folder = self.cfg.get("folder") or str(self.sweep.path.parent / ".ablate" / "slurm" / self.sweep.name)
+        self._states: dict[str, str] = {}
+        self.submitted: list[str] = []
+
+    # -- job states ----------------------------------------------------------------------------
+    def _refresh_states(self, ids: list[str]) -> None:
+        if not ids:
+            return
+        try:
+            out = subprocess.run(
+                ["sacct", "-n", "-P", "-X", "-o", "JobID,State", "-j", ",".join(sorted(set(i.split("_")[0] for i in ids)))],
+                capture_output=True, text=True, timeout=30, check=True,
+            ).stdout
+        except (OSError, subprocess.SubprocessError):
+            return  # unknown: the heartbeat decides
+        for line in out.splitlines():
+            job, _, state = line.partition("|")
+            if job and state:
+                self._states[job.strip()] = state.split()[0] if state.split() else state
+
+    def _job_state(self, attempt: Attempt) -> str | None:
+        job = attempt.attrs.get("slurm_job")
+        return self._states.get(str(job)) if job else None
+
+    def poll(self) -> None:
+        attempts = [a for lst in self.mine().values() for a in lst if a.state in ("WAITING", "RUNNING")]
+        self._refresh_states([str(a.attrs["slurm_job"]) for a in attempts if a.attrs.get("slurm_job")])
+        for a in attempts:
+            state = self._job_state(a)
+            if state is None or state in _ALIVE:
+                continue
+            if a.state == "RUNNING" and self.store.get(a.storage_id).state != "RUNNING":
+                continue
+            kind = "cancelled" if state == "CANCELLED" else ("crashed" if state != "TIMEOUT" else "timeout")
+            self.store.fail(a.storage_id, f"SLURM job {a.attrs['slurm_job']} {state}", kind)
+
+    def alive(self, attempt: Attempt) -> bool | None:
+        state = self._job_state(attempt)
+        if state is None:
+            return None
+        return True if state in _ALIVE else None  # ended: poll() records why; else the heartbeat
+
+    # -- submission ----------------------------------------------------------------------------
+    def start(self, waiting: list[Attempt]) -> None:
+        # An attempt already given to a job waits for it; poll() fails it if that job ends unstarted.
+        todo = [a for a in waiting if not a.attrs.get("slurm_job")]
+        if not todo:
+            return
+        import submitit
+
+        resources = {t.trial_id: t.resources for t in self.sweep.trials}
+        groups: dict[str, list[Attempt]] = {}
+        for a in todo:
+            profile = {**{k: v for k, v in self.cfg.items() if k in _PARAMS}, **resources.get(a.ablate_id, {})}
+            groups.setdefault(json.dumps(profile, sort_keys=True), []).append(a)
+        for key, attempts in groups.items():
+            profile = json.loads(key)
+            executor = submitit.AutoExecutor(folder=self.folder, cluster="slurm")
+            params = {_PARAMS[k]: v for k, v in profile.items() if k in _PARAMS}
+            params.setdefault("timeout_min", 60)
+            executor.update_parameters(name=f"ablate-{self.sweep.name}", **params)
+            with executor.batch():
+                jobs = [executor.submit(SlurmTrial(self.store.url, self.store.study_name, a.storage_id)) for a in attempts]
+            for a, job in zip(attempts, jobs):
+                self.store.set_attr(a.storage_id, "slurm_job", str(job.job_id))
+                self._states[str(job.job_id)] = "PENDING"
+                self.submitted.append(str(job.job_id))
+
+    def busy(self) -> bool:
+        return False
+
+    def shutdown(self) -> None:
+        """Ctrl-C detaches: the jobs keep running on the cluster; `ablate status` follows them."""

@@ -1,0 +1,135 @@
+"""What a person watching a sweep sees: a live table (rich) on a terminal, plain lines otherwise.
+
+The numbers come from the store (state, failure, final metrics) and, for a running trial, from the
+``progress.json`` the trainer rewrites in its run directory (step, val/ppl, elapsed, ETA).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ablate.sweep.spec import Sweep
+from ablate.sweep.store import Attempt, summarize
+
+
+@dataclass
+class TrialLine:
+    row: str
+    seed: int
+    state: str  # done | running | waiting | failed
+    attempts: int
+    step: int | None
+    max_steps: int | None
+    ppl: float | None
+    elapsed_s: float | None
+    eta_s: float | None
+    failure: str | None
+
+
+def read_progress(run_dir: str | Path) -> dict[str, Any]:
+    """A run's progress.json, or {} when it is missing or being rewritten."""
+    try:
+        return json.loads((Path(run_dir) / "progress.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def trial_lines(sweep: Sweep, by_trial: dict[str, list[Attempt]]) -> list[TrialLine]:
+    out = []
+    for t in sweep.trials:
+        attempts = by_trial.get(t.trial_id, [])
+        state, deciding = summarize(attempts)
+        prog = read_progress(t.run_dir) if state in ("running", "done", "failed") else {}
+        metrics = (deciding.attrs.get("metrics") if deciding else None) or {}
+        ppl = metrics.get("val/ppl", prog.get("val/ppl"))
+        out.append(
+            TrialLine(
+                row=t.row, seed=t.seed, state=state, attempts=len(attempts),
+                step=metrics.get("step", prog.get("step")), max_steps=prog.get("max_steps"),
+                ppl=ppl if isinstance(ppl, (int, float)) else None,
+                elapsed_s=metrics.get("wall_time_s", prog.get("elapsed_s")),
+                eta_s=prog.get("eta_s") if state == "running" else None,
+                failure=deciding.attrs.get("failure") if deciding is not None and state == "failed" else None,
+            )
+        )
+    return out
+
+
+def _dur(s: float | None) -> str:
+    if s is None:
+        return ""
+    s = int(s)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def _step(line: TrialLine) -> str:
+    if line.step is None:
+        return ""
+    return f"{line.step}/{line.max_steps}" if line.max_steps else str(line.step)
+
+
+def render_table(lines: list[TrialLine], title: str) -> Any:
+    from rich.table import Table
+
+    colors = {"done": "green", "running": "cyan", "waiting": "dim", "failed": "red"}
+    table = Table(title=title, title_justify="left")
+    for col in ("row", "seed", "state", "step", "val/ppl", "elapsed", "ETA"):
+        table.add_column(col, justify="left" if col in ("row", "state") else "right")
+    for ln in lines:
+        state = ln.state + (f" (try {ln.attempts})" if ln.attempts > 1 and ln.state != "done" else "")
+        if ln.failure:
+            state += f": {ln.failure[:60]}"
+        table.add_row(
+            ln.row, str(ln.seed), f"[{colors[ln.state]}]{state}[/]", _step(ln),
+            f"{ln.ppl:.2f}" if ln.ppl is not None else "", _dur(ln.elapsed_s), _dur(ln.eta_s),
+        )
+    return table
+
+
+class ProgressView:
+    """Redraws a live table on a TTY; elsewhere prints a line whenever a trial changes state."""
+
+    def __init__(self, sweep: Sweep, live: bool | None = None) -> None:
+        self.sweep = sweep
+        self.live_mode = sys.stdout.isatty() if live is None else live
+        self._live: Any = None
+        self._seen: dict[tuple[str, int], str] = {}
+        self._t0 = time.time()
+
+    def note(self, text: str) -> None:
+        if self._live is not None:
+            self._live.console.print(text)
+        else:
+            print(text, flush=True)
+
+    def update(self, by_trial: dict[str, list[Attempt]]) -> None:
+        lines = trial_lines(self.sweep, by_trial)
+        counts = {s: sum(ln.state == s for ln in lines) for s in ("done", "running", "waiting", "failed")}
+        title = f"{self.sweep.name}: " + ", ".join(f"{v} {k}" for k, v in counts.items()) + f" - {_dur(time.time() - self._t0)}"
+        if self.live_mode:
+            if self._live is None:
+                from rich.live import Live
+
+                self._live = Live(render_table(lines, title), refresh_per_second=2, transient=False)
+                self._live.start()
+            else:
+                self._live.update(render_table(lines, title))
+            return
+        for ln in lines:
+            key = (ln.row, ln.seed)
+            if self._seen.get(key) != ln.state:
+                if key in self._seen or ln.state != "waiting":
+                    extra = f" val/ppl {ln.ppl:.2f}" if ln.state == "done" and ln.ppl is not None else ""
+                    extra += f": {ln.failure}" if ln.failure else ""
+                    print(f"[{_dur(time.time() - self._t0)}] {ln.row} seed {ln.seed}: {ln.state}{extra}", flush=True)
+                self._seen[key] = ln.state
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None

@@ -1,0 +1,319 @@
+"""The durable trial store of a sweep, on Optuna storage (SQLite, journal file, or any SQLAlchemy URL).
+
+One Optuna study per sweep. Each trial of the sweep file is an Optuna trial created WAITING with its
+resolved config and row as user attributes. A crashed attempt stays FAIL with its reason, and a
+retry is a new WAITING Optuna trial with the same ablate trial id and ``attempt + 1`` (Optuna cannot
+move a finished trial back). A claim is atomic: ``set_trial_state_values(id, RUNNING)`` refuses a
+trial that is not WAITING, in both storage kinds, so two workers never run the same attempt.
+Creation of trials happens under a file lock next to the store, so two controllers starting at once
+do not enqueue the same trial twice; for server databases (no shared file) a claim also refuses an
+attempt that a lower-numbered twin already holds.
+
+User attributes of an Optuna trial (``A_*`` names below): ablate id, attempt, row, group, paper,
+seed, order, overrides, config, run_dir, wandb_id; at run time token, host, pid, heartbeat,
+slurm_job; at the end metrics or failure + failure_kind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ablate.sweep.errors import SweepError
+from ablate.sweep.spec import Sweep, Trial
+
+# Failure kinds. Diverged trials are final (rerunning the same seed diverges again); cancelled ones
+# wait for the next `ablate sweep`; the rest are retried up to max_retries within a run.
+FINAL_KINDS = ("diverged", "duplicate")
+NO_AUTO_RETRY = ("diverged", "duplicate", "cancelled")
+
+
+def store_url(sweep: Sweep) -> str:
+    """The store of a sweep as a URL a worker can reopen: sqlite:///abs, journal:/abs or as given."""
+    if sweep.store == "sqlite":
+        return f"sqlite:///{sweep.path.parent / '.ablate' / (sweep.name + '.db')}"
+    if sweep.store.startswith("journal:"):
+        path = Path(sweep.store[len("journal:"):])
+        return f"journal:{path if path.is_absolute() else (sweep.path.parent / path).resolve()}"
+    return sweep.store
+
+
+def _file_of(url: str) -> Path | None:
+    """The local file behind a URL (SQLite or journal), or None for a server database."""
+    if url.startswith("journal:"):
+        return Path(url[len("journal:"):])
+    if url.startswith("sqlite:///"):
+        rest = url[len("sqlite:///"):]
+        return Path(rest) if rest and rest != ":memory:" else None
+    return None
+
+
+@dataclass
+class Attempt:
+    """One Optuna trial of a sweep trial: its state and attributes."""
+
+    number: int
+    storage_id: int
+    state: str  # WAITING | RUNNING | COMPLETE | FAIL | PRUNED
+    attrs: dict[str, Any]
+
+    @property
+    def ablate_id(self) -> str:
+        return str(self.attrs.get("ablate_id", ""))
+
+    @property
+    def attempt(self) -> int:
+        return int(self.attrs.get("attempt", 0))
+
+    @property
+    def kind(self) -> str | None:
+        return self.attrs.get("failure_kind")
+
+
+class SweepStore:
+    """Opens (and on first write creates) the study of one sweep."""
+
+    def __init__(self, url: str, study_name: str) -> None:
+        self.url = url
+        self.study_name = study_name
+        self._storage: Any = None
+        self._study_id: int | None = None
+
+    # -- opening -------------------------------------------------------------------------------
+    @classmethod
+    def for_sweep(cls, sweep: Sweep) -> SweepStore:
+        return cls(store_url(sweep), sweep.name)
+
+    def exists(self) -> bool:
+        """Whether the study exists, without creating a file or a study."""
+        path = _file_of(self.url)
+        if path is not None and not path.exists():
+            return False
+        try:
+            self._open(create=False)
+        except SweepError:
+            return False
+        return True
+
+    def _open(self, create: bool) -> None:
+        if self._study_id is not None:
+            return
+        if create:  # two controllers creating the schema of one SQLite file at once collide
+            with self.lock():
+                self._connect(create)
+        else:
+            self._connect(create)
+
+    def _connect(self, create: bool) -> None:
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        path = _file_of(self.url)
+        if path is not None and not create and not path.exists():
+            raise SweepError(f"store {path}: does not exist yet; run `ablate sweep` first")
+        if path is not None and create:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if self.url.startswith("journal:"):
+                from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+                self._storage = JournalStorage(JournalFileBackend(str(path)))
+            else:
+                self._storage = optuna.storages.RDBStorage(
+                    self.url, engine_kwargs={"connect_args": {"timeout": 30}} if self.url.startswith("sqlite") else {}
+                )
+        except (ImportError, ValueError, OSError) as exc:
+            raise SweepError(f"store {self.url}: cannot open ({exc}); check the store: key of the sweep file") from None
+        try:
+            self._study_id = self._storage.get_study_id_from_name(self.study_name)
+        except KeyError:
+            if not create:
+                raise SweepError(f"store {self.url}: no study {self.study_name!r} yet; run `ablate sweep` first") from None
+            study = optuna.create_study(study_name=self.study_name, storage=self._storage, load_if_exists=True)
+            self._study_id = study._study_id  # noqa: SLF001 - the storage API needs the id
+
+    @property
+    def storage(self) -> Any:
+        self._open(create=False)
+        return self._storage
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Serialize trial creation between processes (a lock file beside a file store)."""
+        path = _file_of(self.url)
+        if path is None:  # server database: the claim-time twin check is the guard
+            yield
+            return
+        from filelock import FileLock
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Not "<file>.lock": JournalFileBackend uses that name for its own (symlink) lock.
+        with FileLock(str(path) + ".ablate-lock", timeout=120):
+            yield
+
+    # -- reading -------------------------------------------------------------------------------
+    def attempts(self) -> list[Attempt]:
+        self._open(create=False)
+        out = []
+        for t in self._storage.get_all_trials(self._study_id, deepcopy=False):
+            if "ablate_id" in t.user_attrs:
+                out.append(Attempt(t.number, t._trial_id, t.state.name, dict(t.user_attrs)))  # noqa: SLF001
+        return out
+
+    def get(self, storage_id: int) -> Attempt:
+        t = self.storage.get_trial(storage_id)
+        return Attempt(t.number, storage_id, t.state.name, dict(t.user_attrs))
+
+    def by_trial(self) -> dict[str, list[Attempt]]:
+        """Attempts per ablate trial id, oldest first; duplicates left by racing enqueues dropped."""
+        out: dict[str, list[Attempt]] = {}
+        for a in self.attempts():
+            if a.kind == "duplicate":
+                continue
+            out.setdefault(a.ablate_id, []).append(a)
+        for lst in out.values():
+            lst.sort(key=lambda a: (a.attempt, a.number))
+        return out
+
+    # -- writing -------------------------------------------------------------------------------
+    def sync(self, sweep: Sweep) -> list[Trial]:
+        """Create every trial of the sweep that the store does not hold yet; return those created."""
+        self._open(create=True)
+        self._storage.set_study_user_attr(self._study_id, "imports", list(sweep.imports))
+        self._storage.set_study_user_attr(self._study_id, "import_path", str(sweep.path.parent))
+        self._storage.set_study_user_attr(self._study_id, "heartbeat", dict(sweep.heartbeat))
+        created = []
+        with self.lock():
+            have = set(self.by_trial())
+            for t in sweep.trials:
+                if t.trial_id not in have:
+                    self._create(_trial_attrs(t), attempt=0)
+                    created.append(t)
+        return created
+
+    def _create(self, attrs: Mapping[str, Any], attempt: int) -> None:
+        import optuna
+        from optuna.trial import TrialState
+
+        frozen = optuna.trial.create_trial(state=TrialState.WAITING, user_attrs={**attrs, "attempt": attempt})
+        self._storage.create_new_trial(self._study_id, template_trial=frozen)
+
+    def retry(self, previous: Attempt) -> bool:
+        """Enqueue attempt+1 of a failed attempt, unless someone already did (same run dir: resumes)."""
+        with self.lock():
+            for a in self.by_trial().get(previous.ablate_id, []):
+                if a.attempt > previous.attempt or a.state in ("WAITING", "RUNNING", "COMPLETE"):
+                    return False
+            keep = {k: v for k, v in previous.attrs.items() if k in _IDENTITY_ATTRS}
+            self._create(keep, attempt=previous.attempt + 1)
+        return True
+
+    def claim(self, storage_id: int, token: str) -> bool:
+        """Atomically take a WAITING attempt (or re-enter one this token holds, e.g. a SLURM requeue)."""
+        from optuna.trial import TrialState
+
+        from optuna.exceptions import UpdateFinishedTrialError
+
+        st = self.storage
+        try:
+            claimed = st.set_trial_state_values(storage_id, TrialState.RUNNING)
+        except UpdateFinishedTrialError:
+            return False
+        if claimed:
+            st.set_trial_user_attr(storage_id, "token", token)
+            me = self.get(storage_id)
+            twin = [
+                a for a in self.attempts()
+                if a.ablate_id == me.ablate_id and a.attempt == me.attempt and a.number < me.number
+                and a.state != "FAIL"
+            ]
+            if twin:  # created by a racing enqueue on a server database: the lower number wins
+                self.fail(storage_id, f"duplicate of trial #{twin[0].number}", "duplicate")
+                return False
+            self.beat(storage_id)
+            return True
+        current = self.get(storage_id)
+        return current.state == "RUNNING" and current.attrs.get("token") == token
+
+    def beat(self, storage_id: int, **extra: Any) -> None:
+        st = self.storage
+        st.set_trial_user_attr(storage_id, "heartbeat", time.time())
+        for key, value in {"host": socket.gethostname(), "pid": os.getpid(), **extra}.items():
+            st.set_trial_user_attr(storage_id, key, value)
+
+    def set_attr(self, storage_id: int, key: str, value: Any) -> None:
+        self.storage.set_trial_user_attr(storage_id, key, value)
+
+    def finish(self, storage_id: int, metrics: Mapping[str, Any]) -> None:
+        from optuna.trial import TrialState
+
+        clean = {k: v for k, v in metrics.items() if isinstance(v, (int, float, str, bool)) or v is None}
+        clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in clean.items()}
+        self.storage.set_trial_user_attr(storage_id, "metrics", clean)
+        ppl = metrics.get("val/ppl")
+        values = [float(ppl)] if isinstance(ppl, (int, float)) and math.isfinite(ppl) else None
+        self.storage.set_trial_state_values(storage_id, TrialState.COMPLETE, values=values)
+
+    def fail(self, storage_id: int, reason: str, kind: str) -> None:
+        """Mark an attempt FAIL with a one-line reason (no-op when it already finished)."""
+        from optuna.exceptions import UpdateFinishedTrialError
+        from optuna.trial import TrialState
+
+        st = self.storage
+        try:
+            st.set_trial_user_attr(storage_id, "failure", reason.splitlines()[0][:500] if reason else kind)
+            st.set_trial_user_attr(storage_id, "failure_kind", kind)
+            st.set_trial_state_values(storage_id, TrialState.FAIL)
+        except UpdateFinishedTrialError:
+            pass
+
+    def reap(self, grace_s: float, alive: Callable[[Attempt], bool | None] = lambda a: None) -> list[Attempt]:
+        """Fail RUNNING attempts whose heartbeat is older than ``grace_s``.
+
+        ``alive`` may know better than the heartbeat (a SLURM job that is pending after a requeue is
+        alive; one that sacct reports CANCELLED is dead): True keeps, False reaps, None = heartbeat.
+        """
+        reaped = []
+        now = time.time()
+        for a in self.attempts():
+            if a.state != "RUNNING":
+                continue
+            verdict = alive(a)
+            silent = now - float(a.attrs.get("heartbeat", 0.0))
+            if verdict is False or (verdict is None and silent > grace_s):
+                reason = a.attrs.get("dead_reason") or f"no heartbeat for {silent:.0f} s (worker died on {a.attrs.get('host', '?')})"
+                kind = "cancelled" if "CANCELLED" in str(reason) else "stale"
+                self.fail(a.storage_id, reason, kind)
+                reaped.append(self.get(a.storage_id))
+        return reaped
+
+
+_IDENTITY_ATTRS = ("ablate_id", "row", "group", "paper", "seed", "order", "overrides", "config", "run_dir", "wandb_id")
+
+
+def _trial_attrs(t: Trial) -> dict[str, Any]:
+    return {
+        "ablate_id": t.trial_id, "row": t.row, "group": t.group, "paper": t.paper, "seed": t.seed,
+        "order": t.order, "overrides": list(t.overrides), "config": t.config, "run_dir": t.run_dir,
+        # W&B run ids allow [a-z0-9]; the trial id keeps every retry and requeue in one W&B run.
+        "wandb_id": t.trial_id,
+    }
+
+
+def summarize(attempts: list[Attempt]) -> tuple[str, Attempt | None]:
+    """The state of a sweep trial from its attempts: done | running | waiting | failed, and the
+    attempt that decides it (the completed one, else the newest)."""
+    if not attempts:
+        return "waiting", None
+    for a in attempts:
+        if a.state == "COMPLETE":
+            return "done", a
+    last = attempts[-1]
+    return {"RUNNING": "running", "WAITING": "waiting"}.get(last.state, "failed"), last

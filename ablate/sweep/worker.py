@@ -1,0 +1,155 @@
+"""Run one claimed trial: config from the store -> train() -> metrics or failure back to the store.
+
+Used in two ways: as a subprocess of the local launcher (``python -m ablate.sweep.worker``, so a
+crash cannot take the controller down) and in-process inside a SLURM job (``run_trial``). While the
+trial runs a thread keeps a heartbeat in the store; a worker that dies stops beating and is reaped.
+
+The trial function is ``ablate.train.run:train`` (``train(cfg, output_dir, *, resume, trainer_kwargs,
+wandb_id) -> metrics``). The environment variable ``ABLATE_TRIAL_FN=module:function`` replaces it;
+it exists for the sweep machinery's own tests (a fake trainer that sleeps, crashes or diverges).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ablate.errors import AblateError
+from ablate.sweep.store import SweepStore
+
+TRIAL_FN_ENV = "ABLATE_TRIAL_FN"
+DEFAULT_TRIAL_FN = "ablate.train.run:train"
+
+
+class Interrupted(BaseException):
+    """SIGTERM from the controller (Ctrl-C) or the scheduler: stop, leave the trial resumable."""
+
+
+def _trial_fn() -> Callable[..., dict[str, Any]]:
+    spec = os.environ.get(TRIAL_FN_ENV) or DEFAULT_TRIAL_FN
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _is_divergence(exc: BaseException) -> bool:
+    # Matched by name so this module does not import the training stack (and its Lightning) to
+    # classify an error; ablate.train raises TrainingDiverged("loss became NaN at step N").
+    return any(cls.__name__ == "TrainingDiverged" for cls in type(exc).__mro__)
+
+
+class _Heartbeat(threading.Thread):
+    def __init__(self, store: SweepStore, storage_id: int, interval_s: float) -> None:
+        super().__init__(daemon=True, name="ablate-heartbeat")
+        self.store, self.storage_id, self.interval_s = store, storage_id, interval_s
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.interval_s):
+            try:
+                self.store.beat(self.storage_id)
+            except Exception:  # noqa: BLE001 - a missed beat is retried; the grace period absorbs it
+                continue
+
+
+def slurm_trainer_kwargs() -> dict[str, Any]:
+    """Inside a SLURM job: let submitit own requeueing, so Lightning must not requeue on its own."""
+    if "SLURM_JOB_ID" not in os.environ:
+        return {}
+    from lightning.pytorch.plugins.environments import SLURMEnvironment
+
+    return {"plugins": [SLURMEnvironment(auto_requeue=False)]}
+
+
+def run_trial(
+    url: str, study: str, storage_id: int, token: str, trainer_kwargs: dict[str, Any] | None = None
+) -> str:
+    """Claim (or re-enter) an attempt and run it to the end; returns the final state name."""
+    store = SweepStore(url, study)
+    if int(os.environ.get("SLURM_PROCID", "0")) != 0:
+        return _run_rank(store, storage_id, trainer_kwargs)
+    if not store.claim(storage_id, token):
+        print(f"ablate worker: trial #{storage_id} is held by someone else; nothing to do", file=sys.stderr)
+        return "SKIPPED"
+    attempt = store.get(storage_id)
+    attrs = attempt.attrs
+    run_dir = Path(attrs["run_dir"])
+    run_dir.mkdir(parents=True, exist_ok=True)
+    sattrs = store.storage.get_study_user_attrs(store._study_id)  # noqa: SLF001
+    beat = _Heartbeat(store, storage_id, float(sattrs.get("heartbeat", {}).get("interval_s", 10.0)))
+    beat.start()
+    try:
+        from ablate.config import from_dict
+        from ablate.sweep.spec import import_user_modules
+
+        import_user_modules(sattrs.get("imports", []), Path(sattrs.get("import_path", ".")), "sweep imports")
+        cfg = from_dict(attrs["config"], source=f"trial {attrs['row']!r} (stored config)")
+        metrics = _trial_fn()(
+            cfg, str(run_dir), resume=True, trainer_kwargs=trainer_kwargs or None, wandb_id=attrs.get("wandb_id")
+        )
+        beat.stopped.set()
+        store.finish(storage_id, {**dict(metrics or {}), "run_dir": str(run_dir), "attempt": attempt.attempt})
+        return "COMPLETE"
+    except Interrupted:
+        beat.stopped.set()
+        store.fail(storage_id, "interrupted (Ctrl-C or SIGTERM); resumes from its checkpoint", "interrupted")
+        return "FAIL"
+    except BaseException as exc:  # noqa: BLE001 - every failure is recorded; the worker then exits
+        beat.stopped.set()
+        (run_dir / "error.txt").write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+        if _is_divergence(exc):
+            kind = "diverged"
+        elif isinstance(exc, AblateError):
+            kind = "error"
+        elif isinstance(exc, KeyboardInterrupt):
+            kind = "interrupted"
+        else:
+            kind = "crashed"
+        msg = str(exc).splitlines()[0] if str(exc) else ""
+        store.fail(storage_id, f"{type(exc).__name__}: {msg} (traceback in {run_dir / 'error.txt'})", kind)
+        return "FAIL"
+    finally:
+        beat.stopped.set()
+
+
+def _run_rank(store: SweepStore, storage_id: int, trainer_kwargs: dict[str, Any] | None) -> str:
+    """A DDP rank other than 0 in a multi-task SLURM job: train alongside rank 0, record nothing
+    (rank 0 owns the claim, the heartbeat and the result)."""
+    from ablate.config import from_dict
+    from ablate.sweep.spec import import_user_modules
+
+    attrs = store.get(storage_id).attrs
+    sattrs = store.storage.get_study_user_attrs(store._study_id)  # noqa: SLF001
+    import_user_modules(sattrs.get("imports", []), Path(sattrs.get("import_path", ".")), "sweep imports")
+    cfg = from_dict(attrs["config"], source=f"trial {attrs['row']!r} (stored config)")
+    _trial_fn()(cfg, attrs["run_dir"], resume=True, trainer_kwargs=trainer_kwargs or None, wandb_id=attrs.get("wandb_id"))
+    return "RANK"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m ablate.sweep.worker", description="run one claimed sweep trial")
+    p.add_argument("--url", required=True, help="store URL (sqlite:///..., journal:PATH, ...)")
+    p.add_argument("--study", required=True, help="study (sweep) name")
+    p.add_argument("--trial", type=int, required=True, help="storage id of the attempt")
+    p.add_argument("--token", required=True, help="claim token given by the controller")
+    args = p.parse_args(argv)
+
+    def _on_term(signum: int, frame: Any) -> None:
+        raise Interrupted()
+
+    signal.signal(signal.SIGTERM, _on_term)
+    state = run_trial(args.url, args.study, args.trial, args.token)
+    print(json.dumps({"trial": args.trial, "state": state}))
+    return 0 if state in ("COMPLETE", "SKIPPED") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

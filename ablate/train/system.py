@@ -1,0 +1,182 @@
+"""TranslationSystem: the one LightningModule every trial trains (the paper's recipe, section 5).
+
+It takes only primitives (the model section as a plain dict, the vocabulary size, numbers) and calls
+``save_hyperparameters()``, so a checkpoint alone rebuilds the model: ``TranslationSystem.load_from_checkpoint``.
+
+- Loss: label-smoothed cross-entropy, padding ignored, averaged over the batch's target tokens (5.4).
+- Optimizer: Adam(beta1 0.9, beta2 0.98, eps 1e-9) with the warm-up / inverse-sqrt schedule (5.3),
+  stepped per optimizer update.
+- Validation: ``val/nll`` (unsmoothed, summed over the whole dev set on every rank, then divided by
+  the token count) and ``val/ppl = exp(val/nll)`` every validation; ``val/bleu`` (beam search, sacreBLEU)
+  every ``bleu_every`` validations on a capped dev subset when a :class:`BleuSet` is attached.
+- The RNG state of every rank is saved in checkpoints and restored when training resumes, so a
+  resumed run draws the same dropout masks as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from ablate.errors import AblateError
+from ablate.model.build import build_model
+from ablate.train.evaluate import BleuSet, score_bleu
+from ablate.train.losses import label_smoothed_loss, nll_loss
+from ablate.train.schedule import noam_scheduler
+
+
+class TrainingDiverged(AblateError):
+    """The training loss became NaN or infinite (a sweep marks the trial failed)."""
+
+
+def _rng_state() -> dict[str, Any]:
+    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class TranslationSystem(pl.LightningModule):
+    def __init__(
+        self,
+        model: dict[str, Any],
+        vocab_size: int,
+        pad_id: int = 0,
+        bos_id: int = 2,
+        eos_id: int = 3,
+        label_smoothing: float = 0.1,
+        lr_factor: float = 1.0,
+        warmup_steps: int = 4000,
+        adam_beta1: float = 0.9,
+        adam_beta2: float = 0.98,
+        adam_eps: float = 1e-9,
+        weight_decay: float = 0.0,
+        beam_size: int = 4,
+        length_penalty: float = 0.6,
+        max_len_a: float = 1.0,
+        max_len_b: int = 50,
+        eval_batch_size: int = 64,
+        bleu_every: int = 0,
+        tokenized_bleu: bool = False,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.model = build_model(model, vocab_size, pad_id)
+        self.d_model = int(self.model.d_model) if hasattr(self.model, "d_model") else int(model["d_model"])
+        self.bleu_set: BleuSet | None = None  # dev subset for BLEU during training (set by run.py, not saved)
+        self._val_nll = torch.zeros((), dtype=torch.float64)
+        self._val_tokens = torch.zeros((), dtype=torch.float64)
+        self._validations = 0  # completed validations (decides when BLEU is due)
+        self._pending_rng: dict[str, Any] | None = None
+        self.train_tokens = 0  # target tokens seen by this rank since the start (or resume) of fit
+
+    # -- training ------------------------------------------------------------------------------------
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        return self.model(src, tgt_in)
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        logits = self.model(batch["src"], batch["tgt_in"])
+        eps, pad = self.hparams.label_smoothing, self.model.pad_id
+        loss_sum, n_tokens = label_smoothed_loss(logits, batch["tgt_out"], eps, pad)
+        del logits  # keeping the [B,T,V] logits alive into the next step costs memory and speed
+        loss = loss_sum / n_tokens.clamp(min=1)
+        if not torch.isfinite(loss):
+            kind = "NaN" if torch.isnan(loss) else "inf"
+            raise TrainingDiverged(
+                f"loss became {kind} at step {self.global_step + 1}; lower train.lr_factor or raise train.warmup_steps"
+            )
+        self.train_tokens += int(n_tokens)
+        self.log("train/loss", loss, on_step=True, prog_bar=True)
+        return loss
+
+    def configure_optimizers(self) -> Any:
+        hp = self.hparams
+        cls = torch.optim.AdamW if hp.weight_decay > 0 else torch.optim.Adam  # decoupled decay only if asked
+        kw = {"weight_decay": hp.weight_decay} if hp.weight_decay > 0 else {}
+        opt = cls(self.parameters(), lr=1.0, betas=(hp.adam_beta1, hp.adam_beta2), eps=hp.adam_eps, **kw)
+        sched = noam_scheduler(opt, self.d_model, hp.warmup_steps, hp.lr_factor)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step", "frequency": 1}}
+
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
+        if self._pending_rng is not None:  # restore after Lightning has finished its own set-up draws
+            _set_rng_state(self._pending_rng)
+            self._pending_rng = None
+
+    def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        self.log("lr", optimizer.param_groups[0]["lr"], on_step=True, prog_bar=True)
+
+    # -- validation ----------------------------------------------------------------------------------
+    def on_validation_epoch_start(self) -> None:
+        self._val_nll = torch.zeros((), dtype=torch.float64, device=self.device)
+        self._val_tokens = torch.zeros((), dtype=torch.float64, device=self.device)
+
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        logits = self.model(batch["src"], batch["tgt_in"])
+        nll, n = nll_loss(logits, batch["tgt_out"], self.model.pad_id)
+        self._val_nll += nll.double()
+        self._val_tokens += n.double()
+
+    def on_validation_epoch_end(self) -> None:
+        totals = torch.stack([self._val_nll, self._val_tokens])
+        if self.trainer.world_size > 1:  # sums over ranks: an exact corpus mean, not a mean of means
+            totals = self.trainer.strategy.reduce(totals, reduce_op="sum")
+        nll = (totals[0] / totals[1].clamp(min=1)).float()
+        self.log("val/nll", nll, sync_dist=False)
+        self.log("val/ppl", torch.exp(nll), prog_bar=True, sync_dist=False)
+        if self.trainer.sanity_checking:
+            return
+        self._validations += 1
+        every = self.hparams.bleu_every
+        if self.bleu_set is not None and every > 0 and self._validations % every == 0:
+            score = self._dev_bleu() if self.trainer.is_global_zero else {}
+            for key, value in score.items():
+                self.log(key, value, rank_zero_only=True)
+
+    def _dev_bleu(self) -> dict[str, float]:
+        hp = self.hparams
+        assert self.bleu_set is not None
+        result = score_bleu(
+            self.model,
+            self.bleu_set,
+            beam_size=hp.beam_size,
+            alpha=hp.length_penalty,
+            max_len_a=hp.max_len_a,
+            max_len_b=hp.max_len_b,
+            batch_size=hp.eval_batch_size,
+            bos_id=hp.bos_id,
+            eos_id=hp.eos_id,
+            tokenized=hp.tokenized_bleu,
+        )
+        return {f"val/{k}": v for k, v in result.items() if isinstance(v, float)}
+
+    # -- checkpoint state ----------------------------------------------------------------------------
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        # Called on every rank before rank 0 writes: gather each rank's RNG so each resumes its own stream.
+        state = _rng_state()
+        if dist.is_available() and dist.is_initialized() and self.trainer.world_size > 1:
+            states: list[Any] = [None] * dist.get_world_size()
+            dist.all_gather_object(states, state)
+        else:
+            states = [state]
+        checkpoint["ablate_rng"] = states
+        checkpoint["ablate_validations"] = self._validations
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        states = checkpoint.get("ablate_rng")
+        if states:
+            rank = self.trainer.global_rank if self._trainer is not None else 0
+            self._pending_rng = states[rank] if rank < len(states) else states[0]
+        self._validations = int(checkpoint.get("ablate_validations", 0))

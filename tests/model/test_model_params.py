@@ -1,0 +1,100 @@
+"""Parameter counts (closed form == the built model, and the paper's Table 3 column) and FLOPs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+from ablate.model import build_model, count_parameters, train_flops
+from ablate.model.build import _Slot
+from ablate.model.norm import LayerNorm
+
+# Table 3 of the paper: row -> (model overrides on the base, paper's params in millions or None).
+# Rows D (dropout / label smoothing) do not change the architecture; A keeps h*d_k = h*d_v = 512.
+TABLE3: dict[str, tuple[dict[str, Any], float | None]] = {
+    "base": ({}, 65),
+    "A1": ({"n_heads": 1, "d_k": 512, "d_v": 512}, 65),
+    "A2": ({"n_heads": 4, "d_k": 128, "d_v": 128}, 65),
+    "A3": ({"n_heads": 16, "d_k": 32, "d_v": 32}, 65),
+    "A4": ({"n_heads": 32, "d_k": 16, "d_v": 16}, 65),
+    "B1": ({"d_k": 16}, 58),
+    "B2": ({"d_k": 32}, 60),
+    "C1": ({"n_layers": 2}, 36),
+    "C2": ({"n_layers": 4}, 50),
+    "C3": ({"n_layers": 8}, 80),
+    "C4": ({"d_model": 256, "d_k": 32, "d_v": 32}, 28),
+    "C5": ({"d_model": 1024, "d_k": 128, "d_v": 128}, 168),
+    "C6": ({"d_ff": 1024}, 53),
+    "C7": ({"d_ff": 4096}, 90),
+    "D1": ({"dropout": 0.0}, 65),
+    "D2": ({"dropout": 0.2}, 65),
+    "E": ({"positional": "learned"}, 65),
+    "big": ({"d_model": 1024, "d_ff": 4096, "n_heads": 16, "dropout": 0.3}, 213),
+}
+PAPER_VOCAB = 41000  # the embedding size the paper's params column is consistent with (issue 2)
+
+
+@pytest.mark.parametrize("row", list(TABLE3))
+def test_closed_form_equals_built_model(row: str) -> None:
+    cfg = TABLE3[row][0]
+    with torch.device("meta"):  # real size, nothing allocated
+        model = build_model(cfg, vocab_size=37000)
+    assert count_parameters(cfg, vocab_size=37000) == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("row", [r for r, (_, paper) in TABLE3.items() if paper is not None])
+def test_counts_match_the_papers_column(row: str) -> None:
+    cfg, paper_millions = TABLE3[row]
+    ours = count_parameters(cfg, vocab_size=PAPER_VOCAB) / 1e6
+    assert abs(ours - paper_millions) / paper_millions < 0.03, f"{row}: {ours:.1f}M vs the paper's {paper_millions}M"
+
+
+def test_closed_form_for_every_variant(variant_cfg: dict[str, Any]) -> None:
+    for extra in ({}, {"tie_embeddings": False}, {"n_enc_layers": 3, "n_dec_layers": 1, "d_k": 3, "d_v": 5}):
+        cfg = {**variant_cfg, **extra}
+        model = build_model(cfg, vocab_size=32)
+        assert count_parameters(cfg, vocab_size=32) == sum(p.numel() for p in model.parameters()), extra
+
+
+def test_untied_adds_two_embedding_matrices(tiny_model_cfg: dict[str, Any]) -> None:
+    tied = count_parameters(tiny_model_cfg, vocab_size=32)
+    assert count_parameters({**tiny_model_cfg, "tie_embeddings": False}, vocab_size=32) == tied + 2 * 32 * 16
+
+
+def test_class_without_its_own_closed_form_is_counted_on_meta() -> None:
+    class ScaledNorm(LayerNorm):  # inherits LayerNorm.num_params, which would miss `scale`
+        def __init__(self, d_model: int) -> None:
+            super().__init__(d_model)
+            self.scale = nn.Parameter(torch.ones(1))
+
+    assert _Slot("model.norm", ScaledNorm, {"d_model": 10}).num_params() == 21
+    assert _Slot("model.norm", LayerNorm, {"d_model": 10}).num_params() == 20
+
+
+def test_train_flops_matches_a_flop_counter() -> None:
+    # FlopCounterMode counts every matmul of a real forward + backward. It counts causal attention as
+    # the full T x T square, while train_flops counts the (T+1)/2 keys a causal query attends to on
+    # average, so that difference is removed; what remains is the bias terms train_flops includes.
+    cfg = {"n_layers": 2, "d_model": 64, "d_ff": 128, "n_heads": 4, "d_k": 8, "d_v": 24, "dropout": 0.0}
+    b, s, t, vocab = 4, 12, 9, 100
+    model = build_model(cfg, vocab_size=vocab)
+    src, tgt = torch.randint(4, vocab, (b, s)), torch.randint(4, vocab, (b, t))
+    with FlopCounterMode(display=False) as counter:
+        model(src, tgt).sum().backward()
+    causal_saving = 3 * 2 * 4 * (8 + 24) * b * (t * t - t * (t + 1) / 2) * 2  # fwd+bwd, H(d_k+d_v), 2 layers
+    expected = counter.get_total_flops() - causal_saving
+    estimate = train_flops(cfg, vocab, src_tokens=b * s, tgt_tokens=b * t, src_len=s, tgt_len=t)
+    assert estimate == pytest.approx(expected, rel=0.01)
+    # linear in the number of tokens at fixed lengths
+    double = train_flops(cfg, vocab, src_tokens=2 * b * s, tgt_tokens=2 * b * t, src_len=s, tgt_len=t)
+    assert double == pytest.approx(2 * estimate)
+
+
+def test_train_flops_of_the_base_model() -> None:
+    # ~6 x non-embedding params x tokens plus the output projection and attention: order 1e13 per 25k-token step
+    flops = train_flops({}, 37000, src_tokens=25000, tgt_tokens=25000, src_len=30, tgt_len=30)
+    assert 6e12 < flops < 2e13

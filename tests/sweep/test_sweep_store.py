@@ -1,0 +1,89 @@
+"""The trial store: enqueue once, atomic claims, retries as new attempts, reaping, both backends."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+
+import pytest
+
+from ablate.sweep.spec import load_sweep
+from ablate.sweep.store import SweepStore, store_url, summarize
+
+ROWS = [{"name": f"r{i}", "group": "A", "overrides": [f"model.d_ff={16 * (i + 1)}"]} for i in range(6)]
+
+
+def _sync(path: str, barrier) -> int:
+    sweep = load_sweep(path)
+    barrier.wait()
+    return len(SweepStore.for_sweep(sweep).sync(sweep))
+
+
+@pytest.mark.parametrize("store", ["sqlite", "journal:t.journal"])
+def test_two_controllers_enqueue_each_trial_once(write_sweep, store):
+    path = write_sweep(rows=ROWS, seeds=[1, 2], store=store)
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Manager().Barrier(2)
+    with ctx.Pool(2) as pool:
+        created = pool.starmap(_sync, [(str(path), barrier)] * 2)
+    sweep = load_sweep(path)
+    store_ = SweepStore.for_sweep(sweep)
+    attempts = store_.attempts()
+    assert sorted(created) == [0, 12] and len(attempts) == 12
+    assert {a.ablate_id for a in attempts} == {t.trial_id for t in sweep.trials}
+    assert store_.sync(sweep) == []  # a third sync adds nothing
+
+
+@pytest.mark.parametrize("store", ["sqlite", "journal:t.journal"])
+def test_claim_is_atomic_and_only_the_holder_reenters(write_sweep, store):
+    sweep = load_sweep(write_sweep(store=store))
+    st = SweepStore.for_sweep(sweep)
+    st.sync(sweep)
+    (a,) = st.attempts()
+    assert st.claim(a.storage_id, "tok-1")
+    assert not st.claim(a.storage_id, "tok-2")
+    assert st.claim(a.storage_id, "tok-1")  # a requeued SLURM task keeps its token
+    st.finish(a.storage_id, {"val/ppl": 3.5, "val/bleu": 20.0, "nested": {"x": 1}})
+    done = st.get(a.storage_id)
+    assert done.state == "COMPLETE" and done.attrs["metrics"] == {"val/ppl": 3.5, "val/bleu": 20.0}
+    assert not st.claim(a.storage_id, "tok-1")
+    assert summarize(st.by_trial()[a.ablate_id])[0] == "done"
+
+
+def test_retry_is_a_new_attempt_created_once(write_sweep):
+    sweep = load_sweep(write_sweep())
+    st = SweepStore.for_sweep(sweep)
+    st.sync(sweep)
+    (a,) = st.attempts()
+    assert st.claim(a.storage_id, "t")
+    st.fail(a.storage_id, "boom\nsecond line", "crashed")
+    failed = st.get(a.storage_id)
+    assert failed.attrs["failure"] == "boom" and summarize([failed])[0] == "failed"
+    assert st.retry(failed) and not st.retry(failed)
+    attempts = st.by_trial()[a.ablate_id]
+    assert [(x.attempt, x.state) for x in attempts] == [(0, "FAIL"), (1, "WAITING")]
+    assert attempts[1].attrs["run_dir"] == a.attrs["run_dir"] and "token" not in attempts[1].attrs
+    assert summarize(attempts)[0] == "waiting"
+
+
+def test_stale_running_trials_are_reaped_unless_known_alive(write_sweep):
+    sweep = load_sweep(write_sweep(rows=ROWS[:2]))
+    st = SweepStore.for_sweep(sweep)
+    st.sync(sweep)
+    a, b = st.attempts()
+    for x in (a, b):
+        assert st.claim(x.storage_id, "t")
+        st.set_attr(x.storage_id, "heartbeat", time.time() - 100)
+    assert st.reap(200.0) == []  # within grace
+    reaped = st.reap(50.0, alive=lambda x: True if x.storage_id == b.storage_id else None)
+    assert [r.storage_id for r in reaped] == [a.storage_id]
+    assert reaped[0].state == "FAIL" and reaped[0].kind == "stale" and "no heartbeat" in reaped[0].attrs["failure"]
+    assert st.get(b.storage_id).state == "RUNNING"
+
+
+def test_status_of_a_missing_store_creates_nothing(write_sweep):
+    sweep = load_sweep(write_sweep())
+    st = SweepStore.for_sweep(sweep)
+    assert not st.exists()
+    assert not (sweep.path.parent / ".ablate").exists()
+    assert store_url(sweep).endswith("/.ablate/t.db")

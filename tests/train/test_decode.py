@@ -1,0 +1,201 @@
+"""Greedy and beam search against a scripted-probability toy decoder (exact hypotheses and scores)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from ablate.train.decode import beam_search, greedy_search, length_penalty, translate
+
+PAD, UNK, BOS, EOS, A, B = range(6)
+V = 6
+
+
+class ScriptedDecoder:
+    """Implements the model's decoding contract; next-token probabilities come from a script.
+
+    The script is chosen by the first source token. With a cache the script id is read from the
+    *cross-attention cache* (filled once, on first use), so a wrongly reordered cross cache after
+    sentences are dropped from the batch gives wrong outputs.
+    """
+
+    pad_id = PAD
+    vocab_size = V
+
+    def __init__(self, scripts: dict[int, dict[tuple[int, ...], dict[int, float]]]) -> None:
+        self.scripts = scripts
+        self.cross_computed = 0
+        self.cross_reorders = 0
+        self.decode_calls = 0
+
+    def encode(self, src):
+        return src[:, :1, None].float(), src == PAD
+
+    def new_cache(self):
+        return {"prefix": None, "cross": None}
+
+    def _probs(self, script: int, prefix: tuple[int, ...]) -> torch.Tensor:
+        table = self.scripts[script]
+        dist = table.get(prefix, {A: 1 / 3, B: 1 / 3, EOS: 1 / 3})
+        p = torch.zeros(V)
+        for tok, prob in dist.items():
+            p[tok] = prob
+        return p.log()
+
+    def decode(self, tgt, memory, src_pad, cache=None):
+        self.decode_calls += 1
+        if cache is None:
+            prefix_rows, script = tgt, memory[:, 0, 0].long()
+        else:
+            if cache["cross"] is None:
+                cache["cross"] = memory[:, 0, 0].long().clone()
+                self.cross_computed += 1
+            prev = cache["prefix"]
+            cache["prefix"] = tgt if prev is None else torch.cat([prev, tgt], dim=1)
+            prefix_rows, script = cache["prefix"], cache["cross"]
+        out = torch.empty(tgt.size(0), tgt.size(1), V)
+        offset = prefix_rows.size(1) - tgt.size(1)
+        for r in range(tgt.size(0)):
+            for j in range(tgt.size(1)):
+                generated = tuple(prefix_rows[r, 1 : offset + j + 1].tolist())  # skip BOS
+                out[r, j] = self._probs(int(script[r]), generated)
+        return out
+
+    def reorder_cache(self, cache, index, include_cross=False):
+        cache["prefix"] = cache["prefix"].index_select(0, index)
+        if include_cross:
+            cache["cross"] = cache["cross"].index_select(0, index)
+            self.cross_reorders += 1
+
+
+SCRIPTS = {
+    # Greedy takes A then EOS (0.6 * 0.4 = 0.24); a beam of 2 finds B EOS (0.4 * 0.9 = 0.36).
+    0: {(): {A: 0.6, B: 0.4}, (A,): {A: 0.3, B: 0.3, EOS: 0.4}, (B,): {EOS: 0.9, A: 0.05, B: 0.05}},
+    # The empty hypothesis (log 0.3) beats A A EOS (log 0.28) without a length penalty, not with alpha = 1.
+    1: {(): {EOS: 0.3, A: 0.7}, (A,): {A: 0.5, B: 0.3, EOS: 0.2}, (A, A): {EOS: 0.8, A: 0.1, B: 0.1},
+        (A, B): {EOS: 0.7, A: 0.2, B: 0.1}},
+}
+
+
+def src_for(*scripts: int, length: int = 2) -> torch.Tensor:
+    rows = [[s] + [A] * (length - 1) for s in scripts]
+    return torch.tensor(rows)
+
+
+def test_length_penalty_gnmt_form():
+    assert length_penalty(1, 0.6) == pytest.approx(1.0)
+    assert length_penalty(7, 0.6) == pytest.approx(2.0**0.6)
+    assert length_penalty(10, 0.0) == 1.0
+
+
+def test_greedy_takes_the_locally_best_token():
+    (hyp,) = greedy_search(ScriptedDecoder(SCRIPTS), src_for(0), alpha=0.0)
+    assert hyp.tokens == [A]
+    assert hyp.logprob == pytest.approx(math.log(0.24))
+
+
+def test_beam_finds_the_better_hypothesis_with_exact_scores():
+    model = ScriptedDecoder(SCRIPTS)
+    (hyps,) = beam_search(model, src_for(0), beam_size=2, alpha=0.6, nbest=2)
+    # Step 2: candidates B EOS (0.36) and A EOS (0.24) are both EOS within the top 2 -> both complete.
+    assert [h.tokens for h in hyps] == [[B], [A]]
+    lp = length_penalty(2, 0.6)
+    assert hyps[0].logprob == pytest.approx(math.log(0.36))
+    assert hyps[0].score == pytest.approx(math.log(0.36) / lp)
+    assert hyps[1].score == pytest.approx(math.log(0.24) / lp)
+
+
+@pytest.mark.parametrize(("alpha", "best"), [(0.0, []), (1.0, [A, A])])
+def test_length_penalty_and_forced_eos_decide_the_winner(alpha, best):
+    # max length 3 (EOS included): step 3 may only emit EOS. A EOS (0.14) ranks 3rd of the 4 candidates
+    # at step 2, outside the top 2, so it never completes; A A EOS = 0.7 * 0.5 * 0.8 completes first.
+    (hyps,) = beam_search(ScriptedDecoder(SCRIPTS), src_for(1), beam_size=2, alpha=alpha, nbest=2,
+                          max_len_a=0.0, max_len_b=3)
+    by_tokens = {tuple(h.tokens): h for h in hyps}
+    assert set(by_tokens) == {(), (A, A)}
+    assert by_tokens[()].logprob == pytest.approx(math.log(0.3))
+    assert by_tokens[(A, A)].logprob == pytest.approx(math.log(0.7 * 0.5 * 0.8))
+    assert by_tokens[(A, A)].score == pytest.approx(math.log(0.28) / length_penalty(3, alpha))
+    assert hyps[0].tokens == best
+
+
+def test_batched_beam_drops_finished_sentences_and_keeps_sources_aligned():
+    model = ScriptedDecoder(SCRIPTS)
+    out = beam_search(model, src_for(1, 0, 1), beam_size=2, alpha=1.0, max_len_a=0.0, max_len_b=3)
+    assert [o[0].tokens for o in out] == [[A, A], [B], [A, A]]
+    # Cross K/V computed once; reordered only when the layout changed (1 -> k rows, sentence 0 done).
+    assert model.cross_computed == 1
+    assert model.cross_reorders == 2
+
+
+def test_beam_one_equals_greedy():
+    model = ScriptedDecoder(SCRIPTS)
+    src = src_for(0, 1, 1, 0)
+    greedy = greedy_search(model, src, alpha=0.6, max_len_a=0.0, max_len_b=4)
+    beam = beam_search(model, src, beam_size=1, alpha=0.6, max_len_a=0.0, max_len_b=4)
+    assert [g.tokens for g in greedy] == [b[0].tokens for b in beam]
+    assert [g.score for g in greedy] == pytest.approx([b[0].score for b in beam])
+    assert translate(model, src, beam_size=1, max_len_a=0.0, max_len_b=4) == [g.tokens for g in greedy]
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_cached_equals_full_redecoding(beam):
+    model = ScriptedDecoder(SCRIPTS)
+    src = src_for(0, 1, 0)
+    kw = dict(beam_size=beam, alpha=0.6, max_len_a=1.0, max_len_b=3, nbest=beam)
+    cached = beam_search(model, src, use_cache=True, **kw)
+    full = beam_search(model, src, use_cache=False, **kw)
+    assert [[h.tokens for h in s] for s in cached] == [[h.tokens for h in s] for s in full]
+    assert [h.score for s in cached for h in s] == pytest.approx([h.score for s in full for h in s])
+
+
+def test_max_length_follows_source_length():
+    # Every prefix is uniform over A, B, EOS; with a=1, b=0 a 2-token source allows 2 tokens (EOS included).
+    model = ScriptedDecoder({2: {}})
+    (hyp,) = greedy_search(model, src_for(2, length=2), max_len_a=1.0, max_len_b=0)
+    assert len(hyp.tokens) <= 1
+    for hyps in beam_search(model, src_for(2, 2, length=3), beam_size=3, nbest=3, max_len_a=1.0, max_len_b=1):
+        assert all(len(h.tokens) <= 3 for h in hyps)
+
+
+@pytest.fixture
+def tiny_model(tiny_model_cfg):
+    from ablate.model.build import build_model
+
+    torch.manual_seed(0)
+    model = build_model(tiny_model_cfg, vocab_size=32, pad_id=PAD).eval()
+    with torch.no_grad():  # make EOS likely enough that hypotheses of different lengths finish
+        model.output_weight[EOS] *= 3.0
+    return model
+
+
+def _real_src() -> torch.Tensor:
+    torch.manual_seed(1)
+    src = torch.randint(4, 32, (5, 7))
+    src[1, 4:] = PAD
+    src[3, 2:] = PAD
+    src[torch.arange(5), (src != PAD).sum(1) - 1] = EOS
+    return src
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_real_model_cached_equals_full_redecoding(tiny_model, beam):
+    src = _real_src()
+    kw = dict(beam_size=beam, alpha=0.6, max_len_a=1.0, max_len_b=4, nbest=beam)
+    cached = beam_search(tiny_model, src, use_cache=True, **kw)
+    full = beam_search(tiny_model, src, use_cache=False, **kw)
+    assert [[h.tokens for h in s] for s in cached] == [[h.tokens for h in s] for s in full]
+    assert [h.score for s in cached for h in s] == pytest.approx([h.score for s in full for h in s], abs=1e-4)
+    lengths = {len(h.tokens) for s in cached for h in s}
+    assert len(lengths) > 1  # the test exercises sentences finishing at different steps
+
+
+def test_real_model_beam_one_equals_greedy(tiny_model):
+    src = _real_src()
+    greedy = greedy_search(tiny_model, src, max_len_b=6)
+    greedy_full = greedy_search(tiny_model, src, max_len_b=6, use_cache=False)
+    beam = beam_search(tiny_model, src, beam_size=1, max_len_b=6)
+    assert [g.tokens for g in greedy] == [b[0].tokens for b in beam] == [g.tokens for g in greedy_full]
+    assert [g.logprob for g in greedy] == pytest.approx([b[0].logprob for b in beam], abs=1e-5)
