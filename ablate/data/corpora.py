@@ -17,6 +17,8 @@ import gzip
 import hashlib
 import inspect
 import json
+import os
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from itertools import zip_longest
@@ -166,7 +168,7 @@ def file_hash(path: Path, cache_dir: Path) -> str:
             pass  # a damaged memo is recomputed
     digest = sha256_file(path)
     memo.parent.mkdir(parents=True, exist_ok=True)
-    tmp = memo.with_suffix(f".{id(memo)}.tmp")
+    tmp = memo.with_suffix(f".{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")  # concurrent writers
     tmp.write_text(json.dumps({"path": str(path), "sha256": digest}))
     tmp.replace(memo)
     return digest

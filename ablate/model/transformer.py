@@ -19,8 +19,9 @@ target tokens from seeing padding, so decoder self-attention needs no padding ma
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -45,7 +46,7 @@ class _Residual(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.pre = norm_placement == "pre"
 
-    def forward(self, x: Tensor, sublayer, *args, **kwargs) -> Tensor:
+    def forward(self, x: Tensor, sublayer: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
         if self.pre:
             return x + self.dropout(sublayer(self.norm(x), *args, **kwargs))
         return self.norm(x + self.dropout(sublayer(x, *args, **kwargs)))

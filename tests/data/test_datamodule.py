@@ -66,6 +66,19 @@ def test_state_dict_round_trip_without_trainer(prepared) -> None:
     assert head + tail == reference
 
 
+def test_ddp_rank_and_world_size_come_from_the_trainer(prepared) -> None:
+    from types import SimpleNamespace
+
+    per_rank = []
+    for rank in range(2):
+        dm = TranslationDataModule(prepared.dir, max_tokens=1500, seed=1)
+        dm.trainer = SimpleNamespace(global_rank=rank, world_size=2, training=True)
+        dm.setup("fit")
+        per_rank.append([i for b in dm.train_dataloader() for i in b["index"].tolist()])
+        assert len(dm.train_dataloader()) == dm.train_sampler.num_batches() // 2
+    assert per_rank[0] and not set(per_rank[0]) & set(per_rank[1])
+
+
 class _Recorder:
     """Builds a tiny LightningModule that records the batches it trains on."""
 
