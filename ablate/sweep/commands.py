@@ -63,8 +63,12 @@ def estimate(sweep: Sweep, t: Trial) -> dict[str, Any]:
     return {
         **describe_trial(t),
         "params": int(count_parameters(cfg.model, cfg.data.vocab_size)),
-        "tokens_per_step": per_step, "steps": c["train"]["max_steps"], "devices": devices,
-        "flops": flops, "device_hours": device_s / 3600.0, "wall_hours": device_s / 3600.0 / devices,
+        "tokens_per_step": per_step,
+        "steps": c["train"]["max_steps"],
+        "devices": devices,
+        "flops": flops,
+        "device_hours": device_s / 3600.0,
+        "wall_hours": device_s / 3600.0 / devices,
         "assumption": {"device": kind, **assumption, "source": "sweep file cost:" if sweep.cost else "default"},
     }
 
@@ -74,12 +78,19 @@ def print_dry_run(sweep: Sweep, as_json: bool) -> int:
     total = {k: sum(r[k] for r in rows) for k in ("flops", "device_hours")}
     if as_json:
         out = {
-            "sweep": sweep.name, "file": str(sweep.path), "launcher": sweep.launcher["name"],
-            "store": sweep.store, "trials": rows, "total": total,
+            "sweep": sweep.name,
+            "file": str(sweep.path),
+            "launcher": sweep.launcher["name"],
+            "store": sweep.store,
+            "trials": rows,
+            "total": total,
         }
         print(json.dumps(out, indent=2))
         return 0
-    print(f"sweep {sweep.name} ({sweep.path}): {len(rows)} trials, {len(sweep.rows)} rows, launcher {sweep.launcher['name']}")
+    print(
+        f"sweep {sweep.name} ({sweep.path}): {len(rows)} trials, {len(sweep.rows)} rows, "
+        f"launcher {sweep.launcher['name']}"
+    )
     width = max(len(r["row"]) for r in rows)
     print(f"{'row':<{width}}  group  paper  seed  {'params':>8}  {'FLOPs':>8}  {'dev-h':>8}  overrides")
     for r in rows:
@@ -98,7 +109,10 @@ def print_dry_run(sweep: Sweep, as_json: bool) -> int:
 
 
 def sweep(
-    path: str | Path, dry_run: bool = False, as_json: bool = False, detach: bool = False,
+    path: str | Path,
+    dry_run: bool = False,
+    as_json: bool = False,
+    detach: bool = False,
     overrides: Sequence[str] = (),
 ) -> int:
     """Validate, then run (or resume) every trial of a sweep; 0 when all are done, 1 if any failed."""
@@ -118,10 +132,14 @@ def sweep(
     counts = launcher.run(detach=detach)
     if detach:
         jobs = getattr(launcher, "submitted", [])
-        print(f"submitted {len(jobs)} job(s){': ' + ', '.join(jobs) if jobs else ''}; follow with `ablate status {spec.path}`")
+        print(
+            f"submitted {len(jobs)} job(s){': ' + ', '.join(jobs) if jobs else ''}; "
+            f"follow with `ablate status {spec.path}`"
+        )
         return 0
     print(
-        f"sweep {spec.name}: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "failed", "waiting", "running"))
+        f"sweep {spec.name}: "
+        + ", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "failed", "waiting", "running"))
         + f" in {time.time() - t0:.0f} s"
     )
     _print_failures(spec)
@@ -160,7 +178,9 @@ def status(path: str | Path) -> int:
     lines = trial_lines(spec, by_trial)
     stray = set(by_trial) - {t.trial_id for t in spec.trials}
     if stray:  # rows removed or configs changed since they ran; kept in the store, not shown
-        print(f"note: the store also holds {len(stray)} trial(s) no longer in {spec.path.name} (changed or removed rows)")
+        print(
+            f"note: the store also holds {len(stray)} trial(s) no longer in {spec.path.name} (changed or removed rows)"
+        )
     rows: dict[str, dict[str, int]] = {}
     for ln in lines:
         rows.setdefault(ln.row, {"done": 0, "running": 0, "waiting": 0, "failed": 0})[ln.state] += 1
@@ -181,7 +201,9 @@ def status(path: str | Path) -> int:
             if a.state == "FAIL":
                 print(f"  failed: {t.row} seed {t.seed} (attempt {a.attempt + 1}): {a.attrs.get('failure')}")
             elif a.state == "RUNNING" and now - float(a.attrs.get("heartbeat", 0)) > grace:
-                print(f"  stale: {t.row} seed {t.seed}: no heartbeat for {now - float(a.attrs.get('heartbeat', 0)):.0f} s")
+                print(
+                    f"  stale: {t.row} seed {t.seed}: no heartbeat for {now - float(a.attrs.get('heartbeat', 0)):.0f} s"
+                )
     return 0
 
 

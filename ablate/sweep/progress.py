@@ -49,8 +49,12 @@ def trial_lines(sweep: Sweep, by_trial: dict[str, list[Attempt]]) -> list[TrialL
         ppl = metrics.get("val/ppl", prog.get("val/ppl"))
         out.append(
             TrialLine(
-                row=t.row, seed=t.seed, state=state, attempts=len(attempts),
-                step=metrics.get("step", prog.get("step")), max_steps=prog.get("max_steps"),
+                row=t.row,
+                seed=t.seed,
+                state=state,
+                attempts=len(attempts),
+                step=metrics.get("step", prog.get("step")),
+                max_steps=prog.get("max_steps"),
                 ppl=ppl if isinstance(ppl, (int, float)) else None,
                 elapsed_s=metrics.get("wall_time_s", prog.get("elapsed_s")),
                 eta_s=prog.get("eta_s") if state == "running" else None,
@@ -85,8 +89,13 @@ def render_table(lines: list[TrialLine], title: str) -> Any:
         if ln.failure:
             state += f": {ln.failure[:60]}"
         table.add_row(
-            ln.row, str(ln.seed), f"[{colors[ln.state]}]{state}[/]", _step(ln),
-            f"{ln.ppl:.2f}" if ln.ppl is not None else "", _dur(ln.elapsed_s), _dur(ln.eta_s),
+            ln.row,
+            str(ln.seed),
+            f"[{colors[ln.state]}]{state}[/]",
+            _step(ln),
+            f"{ln.ppl:.2f}" if ln.ppl is not None else "",
+            _dur(ln.elapsed_s),
+            _dur(ln.eta_s),
         )
     return table
 
@@ -110,7 +119,11 @@ class ProgressView:
     def update(self, by_trial: dict[str, list[Attempt]]) -> None:
         lines = trial_lines(self.sweep, by_trial)
         counts = {s: sum(ln.state == s for ln in lines) for s in ("done", "running", "waiting", "failed")}
-        title = f"{self.sweep.name}: " + ", ".join(f"{v} {k}" for k, v in counts.items()) + f" - {_dur(time.time() - self._t0)}"
+        title = (
+            f"{self.sweep.name}: "
+            + ", ".join(f"{v} {k}" for k, v in counts.items())
+            + f" - {_dur(time.time() - self._t0)}"
+        )
         if self.live_mode:
             if self._live is None:
                 from rich.live import Live

@@ -56,11 +56,19 @@ def results_of(sweep: Sweep) -> list[TrialResult]:
         params = metrics.get("params")
         out.append(
             TrialResult(
-                trial_id=t.trial_id, row=t.row, group=t.group, paper=t.paper, seed=t.seed, state=state,
-                overrides=list(t.overrides), config=t.config,
+                trial_id=t.trial_id,
+                row=t.row,
+                group=t.group,
+                paper=t.paper,
+                seed=t.seed,
+                state=state,
+                overrides=list(t.overrides),
+                config=t.config,
                 params=int(params) if isinstance(params, (int, float)) else _params_from_config(t.config),
-                metrics=metrics, failure=attrs.get("failure") if state == "failed" else None,
-                run_dir=str(attrs.get("run_dir", t.run_dir)), attempts=len(attempts),
+                metrics=metrics,
+                failure=attrs.get("failure") if state == "failed" else None,
+                run_dir=str(attrs.get("run_dir", t.run_dir)),
+                attempts=len(attempts),
             )
         )
     return out

@@ -14,7 +14,6 @@ from __future__ import annotations
 import difflib
 import hashlib
 import importlib
-import itertools
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -22,10 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ablate.config import ConfigError, load_config, to_dict
 from ablate.sweep.errors import SweepError
+from ablate.sweep.expand import as_layer, dotlist, expand_row, merge
 
 # Top-level keys of a sweep file, each with what it holds (used in "unknown key" hints and docs).
 SWEEP_KEYS = {
@@ -123,7 +121,7 @@ def resolve_sweep_path(name: str | Path) -> Path:
 # ----------------------------------------------------------------------------------------------
 
 
-def _unknown(where: str, key: object, valid: Sequence[str]) -> SweepError:
+def unknown_key(where: str, key: object, valid: Sequence[str]) -> SweepError:
     close = difflib.get_close_matches(str(key), list(valid), n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else f" (valid: {', '.join(valid)})"
     return SweepError(f"{where}: unknown key {key!r}{hint}")
@@ -132,111 +130,7 @@ def _unknown(where: str, key: object, valid: Sequence[str]) -> SweepError:
 def _check_keys(where: str, mapping: Mapping[str, Any], valid: Sequence[str]) -> None:
     for key in mapping:
         if key not in valid:
-            raise _unknown(where, key, valid)
-
-
-def _as_layer(where: str, value: Any) -> dict[str, Any]:
-    """A dotlist (``["model.n_heads=4"]``) or a mapping (dotted or nested keys) -> nested mapping."""
-    from ablate.config import parse_dotlist
-
-    if value is None:
-        return {}
-    try:
-        if isinstance(value, str):
-            return parse_dotlist([value], where)
-        if isinstance(value, list):
-            return parse_dotlist(value, where)
-    except ConfigError as exc:
-        raise SweepError(str(exc)) from None
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for key, val in value.items():
-            _set_dotted(out, str(key), val, where)
-        return out
-    raise SweepError(f"{where}: overrides must be a list like [model.n_heads=4] or a mapping, got {value!r}")
-
-
-def _set_dotted(out: dict[str, Any], key: str, value: Any, where: str) -> None:
-    parts = key.split(".")
-    node = out
-    for part in parts[:-1]:
-        node = node.setdefault(part, {})
-        if not isinstance(node, dict):
-            raise SweepError(f"{where}: {key!r} conflicts with another override of {part!r}")
-    if isinstance(value, Mapping) and isinstance(node.get(parts[-1]), dict):
-        for k, v in value.items():
-            _set_dotted(node[parts[-1]], str(k), v, where)
-    else:
-        node[parts[-1]] = value
-
-
-def _dotlist(layer: Mapping[str, Any], prefix: str = "") -> list[str]:
-    """A nested mapping back to ``key=value`` items (for display and TrialResult.overrides)."""
-    items: list[str] = []
-    for key, value in layer.items():
-        full = f"{prefix}{key}"
-        if isinstance(value, Mapping) and not (prefix == "model." and key in ("positional", "attention", "norm", "ffn")):
-            items += _dotlist(value, f"{full}.")
-        else:
-            items.append(f"{full}={json.dumps(value) if not isinstance(value, str) else value}")
-    return items
-
-
-def _expand_row(where: str, row: Mapping[str, Any]) -> list[tuple[str, str | None, dict[str, Any]]]:
-    """One row -> (name, paper, layer) per grid/zip combination (one entry when neither is given)."""
-    name, paper = row["name"], row.get("paper")
-    combos: list[dict[str, Any]] = [{}]
-    for kind in ("grid", "zip"):
-        spec = row.get(kind)
-        if spec is None:
-            continue
-        if not isinstance(spec, Mapping) or not spec:
-            raise SweepError(f"{where}: {kind} must be a mapping of key: [values], got {spec!r}")
-        for key, values in spec.items():
-            if not isinstance(values, list) or not values:
-                raise SweepError(f"{where}: {kind}.{key} must be a non-empty list of values, got {values!r}")
-        if kind == "grid":
-            keys = list(spec)
-            found = [dict(zip(keys, vals)) for vals in itertools.product(*(spec[k] for k in keys))]
-        else:
-            lengths = {k: len(v) for k, v in spec.items()}
-            if len(set(lengths.values())) > 1:
-                raise SweepError(f"{where}: zip lists must have the same length, got {lengths}")
-            n = next(iter(lengths.values()))
-            found = [{k: spec[k][i] for k in spec} for i in range(n)]
-        combos = [{**a, **b} for a in combos for b in found]
-    if combos == [{}]:
-        if isinstance(paper, list):
-            raise SweepError(f"{where}: paper is a list but the row has no grid/zip to pair it with")
-        return [(name, paper, {})]
-    papers: list[Any] = paper if isinstance(paper, list) else [paper] * len(combos)
-    if len(papers) != len(combos):
-        raise SweepError(f"{where}: paper lists {len(papers)} keys for {len(combos)} expanded rows")
-    out = []
-    for combo, pap in zip(combos, papers):
-        short = {k.split(".")[-1]: v for k, v in combo.items()}
-        if "{" in name:
-            try:
-                label = name.format(**short)
-            except (KeyError, IndexError, ValueError) as exc:
-                raise SweepError(f"{where}: name template {name!r} cannot be filled ({exc}); use keys {sorted(short)}")
-        else:
-            label = f"{name} " + " ".join(f"{k}={v}" for k, v in short.items())
-        layer: dict[str, Any] = {}
-        for key, value in combo.items():
-            _set_dotted(layer, key, value, where)
-        out.append((label, None if pap is None else str(pap), layer))
-    return out
-
-
-def _merge(a: dict[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(a)
-    for key, value in b.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
+            raise unknown_key(where, key, valid)
 
 
 def trial_id(config: Mapping[str, Any]) -> str:
@@ -296,7 +190,11 @@ def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> Sweep:
         raise SweepError(f"{where}: experiment: no such file {experiment} (paths are relative to the sweep file)")
 
     seeds = data.get("seeds", [1])
-    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+    if (
+        not isinstance(seeds, list)
+        or not seeds
+        or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)
+    ):
         raise SweepError(f"{where}: seeds must be a non-empty list of integers, got {seeds!r}")
     if len(set(seeds)) != len(seeds):
         raise SweepError(f"{where}: seeds lists a seed twice: {seeds}")
@@ -304,10 +202,12 @@ def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> Sweep:
     if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
         raise SweepError(f"{where}: max_retries must be an integer >= 0, got {max_retries!r}")
     store = str(data.get("store", "sqlite"))
-    if store.startswith("journal:") and not store[len("journal:"):]:
+    if store.startswith("journal:") and not store[len("journal:") :]:
         raise SweepError(f"{where}: store: journal: needs a path, e.g. journal:sweeps.journal")
     if store != "sqlite" and not store.startswith("journal:") and "://" not in store:
-        raise SweepError(f"{where}: store {store!r}: use sqlite, journal:PATH or an SQLAlchemy URL like postgresql://...")
+        raise SweepError(
+            f"{where}: store {store!r}: use sqlite, journal:PATH or an SQLAlchemy URL like postgresql://..."
+        )
 
     wandb = _mapping(where, data, "wandb", WANDB_KEYS)
     if wandb.get("mode", "auto") not in ("auto", "online", "offline", "disabled"):
@@ -338,7 +238,7 @@ def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> Sweep:
     import_user_modules(imports, file.parent, where)
 
     runs_root = (file.parent / str(data.get("runs", "runs"))).resolve()
-    sweep_layer = _as_layer(f"{where}: overrides", data.get("overrides"))
+    sweep_layer = as_layer(f"{where}: overrides", data.get("overrides"))
     rows = data["rows"]
     if not isinstance(rows, list) or not rows:
         raise SweepError(f"{where}: rows must be a non-empty list of {{name, group, overrides}}")
@@ -349,7 +249,9 @@ def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> Sweep:
     for index, row in enumerate(rows):
         rwhere = f"{where}: row {index + 1}"
         if not isinstance(row, Mapping) or "name" not in row:
-            raise SweepError(f"{rwhere}: a row must be a mapping with at least name: (e.g. {{name: base, group: base}})")
+            raise SweepError(
+                f"{rwhere}: a row must be a mapping with at least name: (e.g. {{name: base, group: base}})"
+            )
         rwhere = f"{where}: row {row['name']!r}"
         _check_keys(rwhere, row, ROW_KEYS)
         resources = row.get("resources") or {}
@@ -357,30 +259,55 @@ def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> Sweep:
             raise SweepError(f"{rwhere}: resources must be a mapping of launcher settings")
         if resources:
             LAUNCHERS.get(lname).validate({**launcher, **resources}, f"{rwhere}: resources")
-        row_layer = _as_layer(f"{rwhere}: overrides", row.get("overrides"))
-        for label, paper, exp_layer in _expand_row(rwhere, row):
+        row_layer = as_layer(f"{rwhere}: overrides", row.get("overrides"))
+        for label, paper, exp_layer in expand_row(rwhere, row):
             if label in seen_rows:
-                raise SweepError(f"{where}: row name {label!r} appears twice (rows {seen_rows[label]} and {index + 1}); names must be unique")
+                raise SweepError(
+                    f"{where}: row name {label!r} appears twice (rows {seen_rows[label]} and {index + 1}); "
+                    "names must be unique"
+                )
             seen_rows[label] = index + 1
-            layer = _merge(row_layer, exp_layer)
+            layer = merge(row_layer, exp_layer)
             for seed in seeds:
                 trials.append(
                     _make_trial(
-                        file, name, experiment, sweep_layer, layer, overrides, seed, label, row, paper,
-                        len(trials), runs_root, wandb, dict(resources),
+                        file,
+                        name,
+                        experiment,
+                        sweep_layer,
+                        layer,
+                        overrides,
+                        seed,
+                        label,
+                        row,
+                        paper,
+                        len(trials),
+                        runs_root,
+                        wandb,
+                        dict(resources),
                     )
                 )
                 t = trials[-1]
                 if t.trial_id in seen_ids:
                     raise SweepError(
-                        f"{where}: row {label!r} (seed {seed}) resolves to the same config as row {seen_ids[t.trial_id]!r}; "
+                        f"{where}: row {label!r} (seed {seed}) resolves to the same config as row "
+                        f"{seen_ids[t.trial_id]!r}; "
                         "remove one of them or make their overrides differ"
                     )
                 seen_ids[t.trial_id] = label
     return Sweep(
-        path=file, name=name, experiment=experiment, store=store, launcher=launcher, wandb=wandb,
-        imports=tuple(imports), max_retries=max_retries, heartbeat=heartbeat, cost=cost,
-        runs_root=runs_root, trials=tuple(trials),
+        path=file,
+        name=name,
+        experiment=experiment,
+        store=store,
+        launcher=launcher,
+        wandb=wandb,
+        imports=tuple(imports),
+        max_retries=max_retries,
+        heartbeat=heartbeat,
+        cost=cost,
+        runs_root=runs_root,
+        trials=tuple(trials),
     )
 
 
@@ -393,9 +320,20 @@ def _mapping(where: str, data: Mapping[str, Any], key: str, valid: Sequence[str]
 
 
 def _make_trial(
-    file: Path, sweep_name: str, experiment: Path, sweep_layer: dict[str, Any], layer: dict[str, Any],
-    cli: Sequence[str], seed: int, label: str, row: Mapping[str, Any], paper: str | None, order: int,
-    runs_root: Path, wandb: Mapping[str, Any], resources: dict[str, Any],
+    file: Path,
+    sweep_name: str,
+    experiment: Path,
+    sweep_layer: dict[str, Any],
+    layer: dict[str, Any],
+    cli: Sequence[str],
+    seed: int,
+    label: str,
+    row: Mapping[str, Any],
+    paper: str | None,
+    order: int,
+    runs_root: Path,
+    wandb: Mapping[str, Any],
+    resources: dict[str, Any],
 ) -> Trial:
     group = str(row.get("group", ""))
     layers: list[tuple[str, Any]] = []
@@ -423,8 +361,15 @@ def _make_trial(
     run_dir = runs_root / sweep_name / f"{_safe(label)}-s{seed}-{tid[:8]}"
     config["logging"]["output_dir"] = str(run_dir.parent)
     return Trial(
-        trial_id=tid, row=label, group=group, paper=None if paper is None else str(paper), seed=seed,
-        order=order, overrides=tuple(_dotlist(layer)), config=config, run_dir=str(run_dir),
+        trial_id=tid,
+        row=label,
+        group=group,
+        paper=None if paper is None else str(paper),
+        seed=seed,
+        order=order,
+        overrides=tuple(dotlist(layer)),
+        config=config,
+        run_dir=str(run_dir),
         resources=resources,
     )
 
@@ -432,10 +377,11 @@ def _make_trial(
 def describe_trial(t: Trial) -> dict[str, Any]:
     """The JSON-able summary of a trial used by --dry-run --json."""
     return {
-        "trial_id": t.trial_id, "row": t.row, "group": t.group, "paper": t.paper, "seed": t.seed,
-        "overrides": list(t.overrides), "run_dir": t.run_dir,
+        "trial_id": t.trial_id,
+        "row": t.row,
+        "group": t.group,
+        "paper": t.paper,
+        "seed": t.seed,
+        "overrides": list(t.overrides),
+        "run_dir": t.run_dir,
     }
-
-
-def dump_yaml(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=False)

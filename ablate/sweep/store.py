@@ -4,7 +4,8 @@ One Optuna study per sweep. Each trial of the sweep file is an Optuna trial crea
 resolved config and row as user attributes. A crashed attempt stays FAIL with its reason, and a
 retry is a new WAITING Optuna trial with the same ablate trial id and ``attempt + 1`` (Optuna cannot
 move a finished trial back). A claim is atomic: ``set_trial_state_values(id, RUNNING)`` refuses a
-trial that is not WAITING, in both storage kinds, so two workers never run the same attempt.
+trial that is not WAITING (taken under the store's file lock, because SQLite cannot lock a row), so
+two workers never run the same attempt.
 Creation of trials happens under a file lock next to the store, so two controllers starting at once
 do not enqueue the same trial twice; for server databases (no shared file) a claim also refuses an
 attempt that a lower-numbered twin already holds.
@@ -40,7 +41,7 @@ def store_url(sweep: Sweep) -> str:
     if sweep.store == "sqlite":
         return f"sqlite:///{sweep.path.parent / '.ablate' / (sweep.name + '.db')}"
     if sweep.store.startswith("journal:"):
-        path = Path(sweep.store[len("journal:"):])
+        path = Path(sweep.store[len("journal:") :])
         return f"journal:{path if path.is_absolute() else (sweep.path.parent / path).resolve()}"
     return sweep.store
 
@@ -48,9 +49,9 @@ def store_url(sweep: Sweep) -> str:
 def _file_of(url: str) -> Path | None:
     """The local file behind a URL (SQLite or journal), or None for a server database."""
     if url.startswith("journal:"):
-        return Path(url[len("journal:"):])
+        return Path(url[len("journal:") :])
     if url.startswith("sqlite:///"):
-        rest = url[len("sqlite:///"):]
+        rest = url[len("sqlite:///") :]
         return Path(rest) if rest and rest != ":memory:" else None
     return None
 
@@ -135,7 +136,9 @@ class SweepStore:
             self._study_id = self._storage.get_study_id_from_name(self.study_name)
         except KeyError:
             if not create:
-                raise SweepError(f"store {self.url}: no study {self.study_name!r} yet; run `ablate sweep` first") from None
+                raise SweepError(
+                    f"store {self.url}: no study {self.study_name!r} yet; run `ablate sweep` first"
+                ) from None
             study = optuna.create_study(study_name=self.study_name, storage=self._storage, load_if_exists=True)
             self._study_id = study._study_id  # noqa: SLF001 - the storage API needs the id
 
@@ -217,21 +220,28 @@ class SweepStore:
 
     def claim(self, storage_id: int, token: str) -> bool:
         """Atomically take a WAITING attempt (or re-enter one this token holds, e.g. a SLURM requeue)."""
+        from optuna.exceptions import UpdateFinishedTrialError
         from optuna.trial import TrialState
 
-        from optuna.exceptions import UpdateFinishedTrialError
-
         st = self.storage
-        try:
-            claimed = st.set_trial_state_values(storage_id, TrialState.RUNNING)
-        except UpdateFinishedTrialError:
-            return False
+        # Under the lock: SQLite has no SELECT ... FOR UPDATE, so two processes can both read
+        # WAITING and both "win" set_trial_state_values (seen with two controllers). PostgreSQL
+        # and MySQL lock the row, and journal appends are ordered, so there the lock is a no-op.
+        with self.lock():
+            try:
+                claimed = st.set_trial_state_values(storage_id, TrialState.RUNNING)
+            except UpdateFinishedTrialError:
+                return False
+            if claimed:
+                st.set_trial_user_attr(storage_id, "token", token)
         if claimed:
-            st.set_trial_user_attr(storage_id, "token", token)
             me = self.get(storage_id)
             twin = [
-                a for a in self.attempts()
-                if a.ablate_id == me.ablate_id and a.attempt == me.attempt and a.number < me.number
+                a
+                for a in self.attempts()
+                if a.ablate_id == me.ablate_id
+                and a.attempt == me.attempt
+                and a.number < me.number
                 and a.state != "FAIL"
             ]
             if twin:  # created by a racing enqueue on a server database: the lower number wins
@@ -288,7 +298,10 @@ class SweepStore:
             verdict = alive(a)
             silent = now - float(a.attrs.get("heartbeat", 0.0))
             if verdict is False or (verdict is None and silent > grace_s):
-                reason = a.attrs.get("dead_reason") or f"no heartbeat for {silent:.0f} s (worker died on {a.attrs.get('host', '?')})"
+                reason = (
+                    a.attrs.get("dead_reason")
+                    or f"no heartbeat for {silent:.0f} s (worker died on {a.attrs.get('host', '?')})"
+                )
                 kind = "cancelled" if "CANCELLED" in str(reason) else "stale"
                 self.fail(a.storage_id, reason, kind)
                 reaped.append(self.get(a.storage_id))
@@ -300,8 +313,15 @@ _IDENTITY_ATTRS = ("ablate_id", "row", "group", "paper", "seed", "order", "overr
 
 def _trial_attrs(t: Trial) -> dict[str, Any]:
     return {
-        "ablate_id": t.trial_id, "row": t.row, "group": t.group, "paper": t.paper, "seed": t.seed,
-        "order": t.order, "overrides": list(t.overrides), "config": t.config, "run_dir": t.run_dir,
+        "ablate_id": t.trial_id,
+        "row": t.row,
+        "group": t.group,
+        "paper": t.paper,
+        "seed": t.seed,
+        "order": t.order,
+        "overrides": list(t.overrides),
+        "config": t.config,
+        "run_dir": t.run_dir,
         # W&B run ids allow [a-z0-9]; the trial id keeps every retry and requeue in one W&B run.
         "wandb_id": t.trial_id,
     }

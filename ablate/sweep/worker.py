@@ -69,9 +69,7 @@ def slurm_trainer_kwargs() -> dict[str, Any]:
     return {"plugins": [SLURMEnvironment(auto_requeue=False)]}
 
 
-def run_trial(
-    url: str, study: str, storage_id: int, token: str, trainer_kwargs: dict[str, Any] | None = None
-) -> str:
+def run_trial(url: str, study: str, storage_id: int, token: str, trainer_kwargs: dict[str, Any] | None = None) -> str:
     """Claim (or re-enter) an attempt and run it to the end; returns the final state name."""
     store = SweepStore(url, study)
     if int(os.environ.get("SLURM_PROCID", "0")) != 0:
@@ -130,7 +128,9 @@ def _run_rank(store: SweepStore, storage_id: int, trainer_kwargs: dict[str, Any]
     sattrs = store.storage.get_study_user_attrs(store._study_id)  # noqa: SLF001
     import_user_modules(sattrs.get("imports", []), Path(sattrs.get("import_path", ".")), "sweep imports")
     cfg = from_dict(attrs["config"], source=f"trial {attrs['row']!r} (stored config)")
-    _trial_fn()(cfg, attrs["run_dir"], resume=True, trainer_kwargs=trainer_kwargs or None, wandb_id=attrs.get("wandb_id"))
+    _trial_fn()(
+        cfg, attrs["run_dir"], resume=True, trainer_kwargs=trainer_kwargs or None, wandb_id=attrs.get("wandb_id")
+    )
     return "RANK"
 
 

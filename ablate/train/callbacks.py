@@ -17,14 +17,35 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
+import numpy as np
 import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
+
+
+def rng_state() -> dict[str, Any]:
+    """Global torch / CUDA / Python / NumPy RNG states, as tensors and plain values (weights_only-loadable)."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    numpy_state = [kind, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(gauss)]
+    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": numpy_state}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    kind, keys, pos, has_gauss, gauss = state["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
@@ -89,6 +110,31 @@ class LastCheckpoint(pl.Callback):
 
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._save(trainer)  # also after max_time stops mid-interval
+
+
+class ResumeConsistency(pl.Callback):
+    """What a resumed run needs to retrace an uninterrupted one exactly.
+
+    - Validation must not move the training RNG: DataLoader iterators draw a seed from the global RNG
+      when created, so a run that validated at a different step (an interrupted run validates where it
+      stops) would continue with other dropout masks. The RNG is snapshotted after every training batch
+      and restored when validation ends (before ``last.ckpt`` is written, so this callback goes first).
+    - Lightning restores its logging step one short when the checkpoint was written in
+      ``on_validation_end`` at a stop; without multiple optimizers it always equals ``global_step``.
+    """
+
+    def __init__(self) -> None:
+        self._rng: dict[str, Any] | None = None
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        trainer.fit_loop.epoch_loop._batches_that_stepped = trainer.global_step
+
+    def on_train_batch_end(self, trainer: pl.Trainer, *args: Any) -> None:
+        self._rng = rng_state()
+
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self._rng is not None and trainer.state.fn == "fit":
+            set_rng_state(self._rng)
 
 
 class FinishWithValidation(pl.Callback):

@@ -105,7 +105,13 @@ def train(
 
     from ablate.data.datamodule import TranslationDataModule
     from ablate.data.prepare import prepare_data
-    from ablate.train.callbacks import AtomicCheckpointIO, FinishWithValidation, LastCheckpoint, RunMonitor
+    from ablate.train.callbacks import (
+        AtomicCheckpointIO,
+        FinishWithValidation,
+        LastCheckpoint,
+        ResumeConsistency,
+        RunMonitor,
+    )
     from ablate.train.system import TranslationSystem
 
     t0 = time.monotonic()
@@ -140,7 +146,8 @@ def train(
         log_every_n_steps=t.log_every_steps, gradient_clip_val=t.grad_clip or None,
         logger=build_loggers(cfg, run_dir, run_id, _checkpoint_step(last) if resuming else None),
         default_root_dir=run_dir, num_sanity_val_steps=0,
-        callbacks=[monitor, FinishWithValidation(), LastCheckpoint(ckpt_dir, t.checkpoint_every_steps), best],
+        callbacks=[ResumeConsistency(), monitor, FinishWithValidation(),
+                   LastCheckpoint(ckpt_dir, t.checkpoint_every_steps), best],
         plugins=[AtomicCheckpointIO()], use_distributed_sampler=False,  # the batch sampler splits by rank
         enable_progress_bar=False, enable_model_summary=False,
     )

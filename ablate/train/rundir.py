@@ -58,15 +58,11 @@ def check_resumable(run_dir: Path, cfg: DictConfig, error: type[Exception]) -> N
     saved_path = run_dir / "config.yaml"
     if not saved_path.is_file():
         return
-    saved, new = _identity(read_yaml(saved_path)), _identity(cfg)
+    saved, new = _resume_identity(read_yaml(saved_path)), _resume_identity(cfg)
     diffs = []
     for section in sorted(set(saved) | set(new)):
-        if section in _RESUME_MAY_CHANGE:
-            continue
         a, b = saved.get(section) or {}, new.get(section) or {}
         for key in sorted(set(a) | set(b)):
-            if section == "train" and key in _TRAIN_MAY_CHANGE:
-                continue
             if a.get(key) != b.get(key):
                 diffs.append(f"{section}.{key}: {a.get(key)!r} -> {b.get(key)!r}")
     if diffs:
@@ -84,10 +80,19 @@ def wandb_mode(setting: str) -> str:
     return "online" if os.environ.get("WANDB_API_KEY") else "offline"
 
 
+def _resume_identity(cfg: DictConfig | dict[str, Any]) -> dict[str, Any]:
+    """The part of a config that must not change when a run resumes (model, data, recipe, seed)."""
+    data = _identity(cfg)
+    out = {k: v for k, v in data.items() if k not in _RESUME_MAY_CHANGE}
+    out["train"] = {k: v for k, v in (out.get("train") or {}).items() if k not in _TRAIN_MAY_CHANGE}
+    return out
+
+
 def wandb_run_id(cfg: DictConfig, run_dir: Path) -> str:
-    """Deterministic W&B id from the run's identity (config hash + run directory name): a resumed run
-    appends to its W&B run; two runs of one config in different directories stay separate."""
-    return hashlib.sha256(f"{config_hash(cfg)}:{run_dir.resolve().name}".encode()).hexdigest()[:16]
+    """Deterministic W&B id from the run's identity (what may not change on resume + the run directory's
+    name): a resumed run appends to its W&B run; one config run in two directories gives two runs."""
+    key = json.dumps(_resume_identity(cfg), sort_keys=True, default=str)
+    return hashlib.sha256(f"{key}:{run_dir.resolve().name}".encode()).hexdigest()[:16]
 
 
 def resolve_precision(precision: str | None, accelerator: str) -> str:

@@ -15,16 +15,15 @@ It takes only primitives (the model section as a plain dict, the vocabulary size
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import lightning.pytorch as pl
-import numpy as np
 import torch
 import torch.distributed as dist
 
 from ablate.errors import AblateError
 from ablate.model.build import build_model
+from ablate.train.callbacks import rng_state, set_rng_state
 from ablate.train.evaluate import BleuSet, score_bleu
 from ablate.train.losses import label_smoothed_loss, nll_loss
 from ablate.train.schedule import noam_scheduler
@@ -32,21 +31,6 @@ from ablate.train.schedule import noam_scheduler
 
 class TrainingDiverged(AblateError):
     """The training loss became NaN or infinite (a sweep marks the trial failed)."""
-
-
-def _rng_state() -> dict[str, Any]:
-    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _set_rng_state(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"])
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 class TranslationSystem(pl.LightningModule):
@@ -112,7 +96,7 @@ class TranslationSystem(pl.LightningModule):
 
     def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
         if self._pending_rng is not None:  # restore after Lightning has finished its own set-up draws
-            _set_rng_state(self._pending_rng)
+            set_rng_state(self._pending_rng)
             self._pending_rng = None
 
     def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
@@ -130,6 +114,7 @@ class TranslationSystem(pl.LightningModule):
         self._val_tokens += n.double()
 
     def on_validation_epoch_end(self) -> None:
+        self._rewind_eval_samplers()
         totals = torch.stack([self._val_nll, self._val_tokens])
         if self.trainer.world_size > 1:  # sums over ranks: an exact corpus mean, not a mean of means
             totals = self.trainer.strategy.reduce(totals, reduce_op="sum")
@@ -144,6 +129,16 @@ class TranslationSystem(pl.LightningModule):
             score = self._dev_bleu() if self.trainer.is_global_zero else {}
             for key, value in score.items():
                 self.log(key, value, rank_zero_only=True)
+
+    def _rewind_eval_samplers(self) -> None:
+        # Lightning stops after len(loader) batches without exhausting the loader, so a batch sampler that
+        # remembers its position (ablate.data.batching) would start the next validation at its end and
+        # yield nothing. Rewind the deterministic (non-shuffling) ones.
+        loaders = self.trainer.val_dataloaders
+        for loader in loaders if isinstance(loaders, (list, tuple)) else [loaders]:
+            sampler = getattr(loader, "batch_sampler", None)
+            if sampler is not None and getattr(sampler, "shuffle", True) is False and hasattr(sampler, "position"):
+                sampler.position = 0
 
     def _dev_bleu(self) -> dict[str, float]:
         hp = self.hparams
@@ -165,7 +160,7 @@ class TranslationSystem(pl.LightningModule):
     # -- checkpoint state ----------------------------------------------------------------------------
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         # Called on every rank before rank 0 writes: gather each rank's RNG so each resumes its own stream.
-        state = _rng_state()
+        state = rng_state()
         if dist.is_available() and dist.is_initialized() and self.trainer.world_size > 1:
             states: list[Any] = [None] * dist.get_world_size()
             dist.all_gather_object(states, state)

@@ -39,13 +39,28 @@ def train(cfg: Any, output_dir: str, *, resume: bool = True, trainer_kwargs: Any
         if mode == "nan" and step == 3:
             raise TrainingDiverged(f"loss became NaN at step {step}")
         ckpt.write_text(json.dumps({"step": step}))
-        progress = {"step": step, "max_steps": max_steps, "train/loss": 1.0 / step, "val/ppl": 10.0 + 1.0 / step,
-                    "elapsed_s": time.time() - t0, "eta_s": 0.0}
+        progress = {
+            "step": step,
+            "max_steps": max_steps,
+            "train/loss": 1.0 / step,
+            "val/ppl": 10.0 + 1.0 / step,
+            "elapsed_s": time.time() - t0,
+            "eta_s": 0.0,
+        }
         tmp = out / "progress.json.tmp"
         tmp.write_text(json.dumps(progress))
         tmp.replace(out / "progress.json")
-    metrics = {"val/ppl": 5.0 + cfg.train.seed, "val/bleu": 20.0 + cfg.model.n_heads, "test/bleu": 19.0,
-               "params": 1234, "tokens_per_sec": 100.0, "wall_time_s": time.time() - t0, "step": max_steps,
-               "resumed_from": start, "wandb_run_id": wandb_id, "plugins": ",".join(plugins)}
+    metrics = {
+        "val/ppl": 5.0 + cfg.train.seed,
+        "val/bleu": 20.0 + cfg.model.n_heads,
+        "test/bleu": 19.0,
+        "params": 1234,
+        "tokens_per_sec": 100.0,
+        "wall_time_s": time.time() - t0,
+        "step": max_steps,
+        "resumed_from": start,
+        "wandb_run_id": wandb_id,
+        "plugins": ",".join(plugins),
+    }
     (out / "metrics.json").write_text(json.dumps(metrics))
     return metrics

@@ -13,10 +13,10 @@ from pathlib import Path
 from conftest import ablate_cmd, calls, fake_env
 
 from ablate.cli import main
+from ablate.sweep.progress import read_progress
 from ablate.sweep.results import load_results
 from ablate.sweep.spec import load_sweep
 from ablate.sweep.store import SweepStore
-from ablate.sweep.progress import read_progress
 
 ROWS = [{"name": f"r{i}", "group": "A", "overrides": [f"model.d_ff={16 * (i + 1)}"]} for i in range(4)]
 
@@ -37,14 +37,20 @@ def _wait(cond, timeout: float = 120.0, what: str = "condition") -> None:
 
 
 def test_sweep_runs_every_trial_once_and_a_rerun_launches_nothing(write_sweep, fake_trainer, capsys):
-    path = write_sweep(rows=ROWS[:2] + [{"name": "nan", "group": "X", "overrides": {"data.args.fake_mode": "nan"}}],
-                       seeds=[1, 2])
+    path = write_sweep(
+        rows=ROWS[:2] + [{"name": "nan", "group": "X", "overrides": {"data.args.fake_mode": "nan"}}], seeds=[1, 2]
+    )
     assert main(["sweep", str(path)]) == 1  # one row diverges: reported, the others finish
     out = capsys.readouterr().out
     assert "4 done, 2 failed" in out
     results = load_results(path)
     assert [(r.row, r.seed, r.state) for r in results] == [
-        ("r0", 1, "done"), ("r0", 2, "done"), ("r1", 1, "done"), ("r1", 2, "done"), ("nan", 1, "failed"), ("nan", 2, "failed"),
+        ("r0", 1, "done"),
+        ("r0", 2, "done"),
+        ("r1", 1, "done"),
+        ("r1", 2, "done"),
+        ("nan", 1, "failed"),
+        ("nan", 2, "failed"),
     ]
     r0 = results[0]
     assert r0.metrics["val/ppl"] == 6.0 and r0.metrics["params"] == 1234 and r0.params == 1234
@@ -76,9 +82,14 @@ def test_a_crash_is_retried_and_resumes_in_the_same_run_dir(write_sweep, fake_tr
 
 
 def test_kill_9_of_a_trial_is_reaped_retried_and_completes_once(write_sweep):
-    path = write_sweep(rows=ROWS[:2], overrides=["train.max_steps=30", "data.args.fake_step_s=0.25"],
-                       launcher={"name": "local", "slots": 2, "poll_s": 0.2})
-    proc = subprocess.Popen(ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    path = write_sweep(
+        rows=ROWS[:2],
+        overrides=["train.max_steps=30", "data.args.fake_step_s=0.25"],
+        launcher={"name": "local", "slots": 2, "poll_s": 0.2},
+    )
+    proc = subprocess.Popen(
+        ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     try:
         run_dir = load_sweep(path).trials[0].run_dir
         _wait(lambda: read_progress(run_dir).get("step", 0) >= 4, what="trial r0 to reach step 4")
@@ -101,10 +112,17 @@ def test_kill_9_of_a_trial_is_reaped_retried_and_completes_once(write_sweep):
 
 
 def test_two_controllers_at_once_run_every_trial_exactly_once(write_sweep):
-    path = write_sweep(rows=ROWS, launcher={"name": "local", "slots": 1, "poll_s": 0.2},
-                       overrides=["train.max_steps=4", "data.args.fake_step_s=0.2"])
-    procs = [subprocess.Popen(ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT) for _ in range(2)]
+    path = write_sweep(
+        rows=ROWS,
+        launcher={"name": "local", "slots": 1, "poll_s": 0.2},
+        overrides=["train.max_steps=4", "data.args.fake_step_s=0.2"],
+    )
+    procs = [
+        subprocess.Popen(
+            ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=300)[0].decode() for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     assert all(v == [(0, "COMPLETE", None)] for v in _attempts(path).values()), _attempts(path)
@@ -116,7 +134,9 @@ def test_two_controllers_at_once_run_every_trial_exactly_once(write_sweep):
 
 def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(write_sweep):
     path = write_sweep(rows=ROWS[:2], overrides=["train.max_steps=40", "data.args.fake_step_s=0.25"])
-    proc = subprocess.Popen(ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     try:
         dirs = [t.run_dir for t in load_sweep(path).trials]
         _wait(lambda: all(read_progress(d).get("step", 0) >= 3 for d in dirs), what="both trials to reach step 3")

@@ -21,14 +21,28 @@ def test_rows_seeds_zip_and_grid_expand(write_sweep):
         seeds=[1, 2],
         rows=[
             {"name": "base", "group": "base", "paper": "base"},
-            {"name": "heads", "group": "A", "paper": ["A2", "A3"], "zip": {"model.n_heads": [4, 8], "model.d_k": [4, 2]}},
-            {"name": "ff{d_ff}-p{dropout}", "group": "C", "grid": {"model.d_ff": [16, 64], "model.dropout": [0.0, 0.2]}},
+            {
+                "name": "heads",
+                "group": "A",
+                "paper": ["A2", "A3"],
+                "zip": {"model.n_heads": [4, 8], "model.d_k": [4, 2]},
+            },
+            {
+                "name": "ff{d_ff}-p{dropout}",
+                "group": "C",
+                "grid": {"model.d_ff": [16, 64], "model.dropout": [0.0, 0.2]},
+            },
         ],
     )
     sweep = load_sweep(path)
     assert sweep.rows == [
-        "base", "heads n_heads=4 d_k=4", "heads n_heads=8 d_k=2",
-        "ff16-p0.0", "ff16-p0.2", "ff64-p0.0", "ff64-p0.2",
+        "base",
+        "heads n_heads=4 d_k=4",
+        "heads n_heads=8 d_k=2",
+        "ff16-p0.0",
+        "ff16-p0.2",
+        "ff64-p0.0",
+        "ff64-p0.2",
     ]
     assert len(sweep.trials) == 14 and [t.seed for t in sweep.trials[:2]] == [1, 2]
     heads = [t for t in sweep.trials if t.row.startswith("heads")]
@@ -49,8 +63,13 @@ def test_trial_id_is_independent_of_row_order_file_and_logging(write_sweep):
     ]
     a = load_sweep(write_sweep(rows=rows))
     b = load_sweep(
-        write_sweep(rows=[{**rows[1], "name": "one head"}, rows[0]], filename="other.yaml", name="other",
-                    wandb={"project": "x", "mode": "offline"}, overrides={"logging.progress_bar": True})
+        write_sweep(
+            rows=[{**rows[1], "name": "one head"}, rows[0]],
+            filename="other.yaml",
+            name="other",
+            wandb={"project": "x", "mode": "offline"},
+            overrides={"logging.progress_bar": True},
+        )
     )
     ids_a = {t.row: t.trial_id for t in a.trials}
     ids_b = {t.row: t.trial_id for t in b.trials}
@@ -69,11 +88,23 @@ def test_trial_id_is_independent_of_row_order_file_and_logging(write_sweep):
         ({"max_retires": 1}, "unknown key 'max_retires'; did you mean 'max_retries'?"),
         ({"rows": [{"name": "a", "gruop": "A"}]}, "row 'a': unknown key 'gruop'; did you mean 'group'?"),
         ({"rows": [{"name": "a"}, {"name": "a", "overrides": ["model.d_ff=8"]}]}, "row name 'a' appears twice"),
-        ({"rows": [{"name": "a", "overrides": ["model.positional=nope"]}]}, "model.positional: unknown positional 'nope'"),
+        (
+            {"rows": [{"name": "a", "overrides": ["model.positional=nope"]}]},
+            "model.positional: unknown positional 'nope'",
+        ),
         ({"rows": [{"name": "a", "overrides": ["model.n_heads=3"]}]}, "row 'a'"),
-        ({"rows": [{"name": "a", "overrides": ["model.n_hedas=3"]}]}, "unknown key 'model.n_hedas'; did you mean model.n_heads?"),
-        ({"rows": [{"name": "a", "zip": {"model.n_heads": [1, 2], "model.d_k": [4]}}]}, "zip lists must have the same length"),
-        ({"rows": [{"name": "a"}, {"name": "b", "overrides": ["model.d_ff=32"]}]}, "resolves to the same config as row 'a'"),
+        (
+            {"rows": [{"name": "a", "overrides": ["model.n_hedas=3"]}]},
+            "unknown key 'model.n_hedas'; did you mean model.n_heads?",
+        ),
+        (
+            {"rows": [{"name": "a", "zip": {"model.n_heads": [1, 2], "model.d_k": [4]}}]},
+            "zip lists must have the same length",
+        ),
+        (
+            {"rows": [{"name": "a"}, {"name": "b", "overrides": ["model.d_ff=32"]}]},
+            "resolves to the same config as row 'a'",
+        ),
         ({"imports": ["no_such_module_xyz"]}, "imports: no module 'no_such_module_xyz'"),
         ({"launcher": {"name": "lokal"}}, "unknown launcher 'lokal'; did you mean 'local'?"),
         ({"launcher": {"name": "local", "slot": 2}}, "launcher: unknown key 'slot'; did you mean 'slots'?"),
@@ -95,7 +126,7 @@ def test_a_broken_sweep_file_is_one_error_and_never_touches_the_store(write_swee
 def test_a_store_that_exists_is_not_modified_by_a_broken_file(write_sweep, fake_trainer):
     path = write_sweep()
     assert main(["sweep", str(path)]) == 0
-    db = Path(store_url(load_sweep(path))[len("sqlite:///"):])
+    db = Path(store_url(load_sweep(path))[len("sqlite:///") :])
     before = (db.stat().st_mtime_ns, db.read_bytes())
     write_sweep(rows=[{"name": "base"}, {"name": "x", "overrides": ["model.norm=nope"]}])
     assert main(["sweep", str(path)]) == 2

@@ -87,3 +87,25 @@ def test_status_of_a_missing_store_creates_nothing(write_sweep):
     assert not st.exists()
     assert not (sweep.path.parent / ".ablate").exists()
     assert store_url(sweep).endswith("/.ablate/t.db")
+
+
+def _claim(path: str, storage_id: int, token: str, barrier) -> bool:
+    st = SweepStore.for_sweep(load_sweep(path))
+    st.attempts()  # connect before the race starts
+    barrier.wait()
+    return st.claim(storage_id, token)
+
+
+@pytest.mark.parametrize("store", ["sqlite", "journal:t.journal"])
+def test_racing_claims_of_one_trial_have_one_winner(write_sweep, store):
+    path = write_sweep(rows=ROWS[:3], store=store)
+    sweep = load_sweep(path)
+    st = SweepStore.for_sweep(sweep)
+    st.sync(sweep)
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Manager().Barrier(4)
+    with ctx.Pool(4) as pool:
+        for a in st.attempts():
+            won = pool.starmap(_claim, [(str(path), a.storage_id, f"tok{i}", barrier) for i in range(4)])
+            assert sum(won) == 1, won
+            assert st.get(a.storage_id).attrs["token"] == f"tok{won.index(True)}"

@@ -38,11 +38,11 @@ class Launcher:
     # -- validation (pure; called while the sweep file is checked) ------------------------------
     @classmethod
     def validate(cls, cfg: Mapping[str, Any], where: str) -> dict[str, Any]:
-        from ablate.sweep.spec import _unknown
+        from ablate.sweep.spec import unknown_key
 
         for key in cfg:
             if key not in cls.KEYS:
-                raise _unknown(where, key, list(cls.KEYS))
+                raise unknown_key(where, key, list(cls.KEYS))
         return dict(cfg)
 
     @staticmethod

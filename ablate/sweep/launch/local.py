@@ -116,8 +116,17 @@ class LocalLauncher(Launcher):
         run_dir = Path(a.attrs["run_dir"])
         run_dir.mkdir(parents=True, exist_ok=True)
         cmd = [
-            sys.executable, "-m", "ablate.sweep.worker", "--url", self.store.url, "--study", self.store.study_name,
-            "--trial", str(a.storage_id), "--token", token,
+            sys.executable,
+            "-m",
+            "ablate.sweep.worker",
+            "--url",
+            self.store.url,
+            "--study",
+            self.store.study_name,
+            "--trial",
+            str(a.storage_id),
+            "--token",
+            token,
         ]
         with open(run_dir / "worker.log", "ab") as log:
             log.write(f"\n== attempt {a.attempt} (trial #{a.number}) {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())

@@ -25,16 +25,37 @@ from ablate.sweep.launch.base import Launcher
 from ablate.sweep.store import Attempt
 
 # sacct states of a job that may still run the attempt (pending after a requeue counts).
-_ALIVE = {"PENDING", "RUNNING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED", "CONFIGURING",
-          "COMPLETING", "RESIZING", "PREEMPTED", "SIGNALING", "STAGE_OUT"}
+_ALIVE = {
+    "PENDING",
+    "RUNNING",
+    "REQUEUED",
+    "REQUEUE_HOLD",
+    "REQUEUE_FED",
+    "SUSPENDED",
+    "CONFIGURING",
+    "COMPLETING",
+    "RESIZING",
+    "PREEMPTED",
+    "SIGNALING",
+    "STAGE_OUT",
+}
 
 # Launcher key -> submitit AutoExecutor parameter.
 _PARAMS = {
-    "timeout_min": "timeout_min", "mem_gb": "mem_gb", "cpus_per_task": "cpus_per_task",
-    "gpus_per_node": "gpus_per_node", "tasks_per_node": "tasks_per_node", "nodes": "nodes",
-    "partition": "slurm_partition", "account": "slurm_account", "qos": "slurm_qos",
-    "constraint": "slurm_constraint", "array_parallelism": "slurm_array_parallelism",
-    "additional": "slurm_additional_parameters", "setup": "slurm_setup", "signal_delay_s": "slurm_signal_delay_s",
+    "timeout_min": "timeout_min",
+    "mem_gb": "mem_gb",
+    "cpus_per_task": "cpus_per_task",
+    "gpus_per_node": "gpus_per_node",
+    "tasks_per_node": "tasks_per_node",
+    "nodes": "nodes",
+    "partition": "slurm_partition",
+    "account": "slurm_account",
+    "qos": "slurm_qos",
+    "constraint": "slurm_constraint",
+    "array_parallelism": "slurm_array_parallelism",
+    "additional": "slurm_additional_parameters",
+    "setup": "slurm_setup",
+    "signal_delay_s": "slurm_signal_delay_s",
 }
 
 
@@ -75,12 +96,20 @@ class SlurmLauncher(Launcher):
     """Submit trials to SLURM as job arrays (submitit); resumable across preemption and requeue."""
 
     KEYS = {
-        "name": "slurm", "partition": "--partition", "account": "--account", "qos": "--qos",
-        "constraint": "--constraint", "timeout_min": "--time in minutes", "mem_gb": "--mem in GB",
-        "cpus_per_task": "--cpus-per-task", "gpus_per_node": "--gpus-per-node",
-        "tasks_per_node": "--ntasks-per-node (DDP ranks per node)", "nodes": "--nodes",
+        "name": "slurm",
+        "partition": "--partition",
+        "account": "--account",
+        "qos": "--qos",
+        "constraint": "--constraint",
+        "timeout_min": "--time in minutes",
+        "mem_gb": "--mem in GB",
+        "cpus_per_task": "--cpus-per-task",
+        "gpus_per_node": "--gpus-per-node",
+        "tasks_per_node": "--ntasks-per-node (DDP ranks per node)",
+        "nodes": "--nodes",
         "array_parallelism": "tasks of one array running at once",
-        "additional": "extra sbatch options {key: value}", "setup": "shell lines run before the trial",
+        "additional": "extra sbatch options {key: value}",
+        "setup": "shell lines run before the trial",
         "signal_delay_s": "seconds before the time limit that the checkpoint signal comes",
         "folder": "submitit logs (default: .ablate/slurm/<sweep> beside the sweep file)",
         "poll_s": "seconds between looks at the store and sacct (default 5)",
@@ -92,7 +121,9 @@ class SlurmLauncher(Launcher):
         out = super().validate(cfg, where)
         for key in ("timeout_min", "mem_gb", "cpus_per_task", "tasks_per_node", "nodes", "array_parallelism"):
             cls.positive_int(out, key, where)
-        if out.get("gpus_per_node") is not None and (not isinstance(out["gpus_per_node"], int) or out["gpus_per_node"] < 0):
+        if out.get("gpus_per_node") is not None and (
+            not isinstance(out["gpus_per_node"], int) or out["gpus_per_node"] < 0
+        ):
             raise SweepError(f"{where}: gpus_per_node must be an integer >= 0, got {out['gpus_per_node']!r}")
         if "additional" in out and not isinstance(out["additional"], Mapping):
             raise SweepError(f"{where}: additional must be a mapping of sbatch options, e.g. {{mail-type: END}}")
@@ -112,8 +143,20 @@ class SlurmLauncher(Launcher):
             return
         try:
             out = subprocess.run(
-                ["sacct", "-n", "-P", "-X", "-o", "JobID,State", "-j", ",".join(sorted(set(i.split("_")[0] for i in ids)))],
-                capture_output=True, text=True, timeout=30, check=True,
+                [
+                    "sacct",
+                    "-n",
+                    "-P",
+                    "-X",
+                    "-o",
+                    "JobID,State",
+                    "-j",
+                    ",".join(sorted(set(i.split("_")[0] for i in ids))),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
             ).stdout
         except (OSError, subprocess.SubprocessError):
             return  # unknown: the heartbeat decides
@@ -164,7 +207,9 @@ class SlurmLauncher(Launcher):
             params.setdefault("timeout_min", 60)
             executor.update_parameters(name=f"ablate-{self.sweep.name}", **params)
             with executor.batch():
-                jobs = [executor.submit(SlurmTrial(self.store.url, self.store.study_name, a.storage_id)) for a in attempts]
+                jobs = [
+                    executor.submit(SlurmTrial(self.store.url, self.store.study_name, a.storage_id)) for a in attempts
+                ]
             for a, job in zip(attempts, jobs):
                 self.store.set_attr(a.storage_id, "slurm_job", str(job.job_id))
                 self._states[str(job.job_id)] = "PENDING"

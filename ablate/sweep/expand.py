@@ -1,0 +1,125 @@
+"""Rows of a sweep file -> config layers: dotlists or mappings, and ``grid:`` / ``zip:`` expansion.
+
+``grid: {model.d_ff: [1024, 4096], model.dropout: [0.0, 0.2]}`` expands a row to the product of the
+lists, ``zip: {model.n_heads: [4, 16], model.d_k: [128, 32]}`` to paired values (Table 3 row A pairs
+h with d_k). An expanded row is named from a template (``name: "h={n_heads}"``, keys by their last
+component) or, without one, the row name followed by its values. Pure functions.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ablate.config import ConfigError
+from ablate.sweep.errors import SweepError
+
+
+def as_layer(where: str, value: Any) -> dict[str, Any]:
+    """A dotlist (``["model.n_heads=4"]``) or a mapping (dotted or nested keys) -> nested mapping."""
+    from ablate.config import parse_dotlist
+
+    if value is None:
+        return {}
+    try:
+        if isinstance(value, str):
+            return parse_dotlist([value], where)
+        if isinstance(value, list):
+            return parse_dotlist(value, where)
+    except ConfigError as exc:
+        raise SweepError(str(exc)) from None
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, val in value.items():
+            set_dotted(out, str(key), val, where)
+        return out
+    raise SweepError(f"{where}: overrides must be a list like [model.n_heads=4] or a mapping, got {value!r}")
+
+
+def set_dotted(out: dict[str, Any], key: str, value: Any, where: str) -> None:
+    parts = key.split(".")
+    node = out
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise SweepError(f"{where}: {key!r} conflicts with another override of {part!r}")
+    if isinstance(value, Mapping) and isinstance(node.get(parts[-1]), dict):
+        for k, v in value.items():
+            set_dotted(node[parts[-1]], str(k), v, where)
+    else:
+        node[parts[-1]] = value
+
+
+def dotlist(layer: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """A nested mapping back to ``key=value`` items (for display and TrialResult.overrides)."""
+    items: list[str] = []
+    for key, value in layer.items():
+        full = f"{prefix}{key}"
+        if isinstance(value, Mapping) and not (
+            prefix == "model." and key in ("positional", "attention", "norm", "ffn")
+        ):
+            items += dotlist(value, f"{full}.")
+        else:
+            items.append(f"{full}={json.dumps(value) if not isinstance(value, str) else value}")
+    return items
+
+
+def expand_row(where: str, row: Mapping[str, Any]) -> list[tuple[str, str | None, dict[str, Any]]]:
+    """One row -> (name, paper, layer) per grid/zip combination (one entry when neither is given)."""
+    name, paper = row["name"], row.get("paper")
+    combos: list[dict[str, Any]] = [{}]
+    for kind in ("grid", "zip"):
+        spec = row.get(kind)
+        if spec is None:
+            continue
+        if not isinstance(spec, Mapping) or not spec:
+            raise SweepError(f"{where}: {kind} must be a mapping of key: [values], got {spec!r}")
+        for key, values in spec.items():
+            if not isinstance(values, list) or not values:
+                raise SweepError(f"{where}: {kind}.{key} must be a non-empty list of values, got {values!r}")
+        if kind == "grid":
+            keys = list(spec)
+            found = [dict(zip(keys, vals)) for vals in itertools.product(*(spec[k] for k in keys))]
+        else:
+            lengths = {k: len(v) for k, v in spec.items()}
+            if len(set(lengths.values())) > 1:
+                raise SweepError(f"{where}: zip lists must have the same length, got {lengths}")
+            n = next(iter(lengths.values()))
+            found = [{k: spec[k][i] for k in spec} for i in range(n)]
+        combos = [{**a, **b} for a in combos for b in found]
+    if combos == [{}]:
+        if isinstance(paper, list):
+            raise SweepError(f"{where}: paper is a list but the row has no grid/zip to pair it with")
+        return [(name, paper, {})]
+    papers: list[Any] = paper if isinstance(paper, list) else [paper] * len(combos)
+    if len(papers) != len(combos):
+        raise SweepError(f"{where}: paper lists {len(papers)} keys for {len(combos)} expanded rows")
+    out = []
+    for combo, pap in zip(combos, papers):
+        short = {k.split(".")[-1]: v for k, v in combo.items()}
+        if "{" in name:
+            try:
+                label = name.format(**short)
+            except (KeyError, IndexError, ValueError) as exc:
+                raise SweepError(
+                    f"{where}: name template {name!r} cannot be filled ({exc}); use keys {sorted(short)}"
+                ) from None
+        else:
+            label = f"{name} " + " ".join(f"{k}={v}" for k, v in short.items())
+        layer: dict[str, Any] = {}
+        for key, value in combo.items():
+            set_dotted(layer, key, value, where)
+        out.append((label, None if pap is None else str(pap), layer))
+    return out
+
+
+def merge(a: dict[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(a)
+    for key, value in b.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,113 @@
+"""The SLURM launcher against a real slurmctld: arrays, requeue -> resume, scancel -> reported, --detach.
+
+Skipped unless ``sinfo`` answers (e.g. start the throw-away cluster of the shared tools and export
+its SLURM_CONF). Jobs inherit this environment, so they run the fake trainer too.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+
+import pytest
+from conftest import ablate_cmd, calls, fake_env
+
+from ablate.sweep.progress import read_progress
+from ablate.sweep.results import load_results
+from ablate.sweep.spec import load_sweep
+from ablate.sweep.store import SweepStore
+
+pytestmark = pytest.mark.slurm
+
+LAUNCHER = {"name": "slurm", "cpus_per_task": 1, "mem_gb": 1, "timeout_min": 10, "poll_s": 1}
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> None:
+    if shutil.which("sbatch") is None:
+        pytest.skip("sbatch is not on PATH: no SLURM client tools here")
+    probe = subprocess.run(["sinfo", "-h"], capture_output=True, text=True)
+    if probe.returncode != 0 or not probe.stdout.strip():
+        pytest.skip(
+            f"sinfo failed ({probe.stderr.strip()[:120]}): no reachable slurmctld; start one and export SLURM_CONF"
+        )
+
+
+def _wait(cond, timeout: float = 180.0, what: str = "condition") -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if cond():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _attempt(path):
+    sweep = load_sweep(path)
+    by = SweepStore.for_sweep(sweep).by_trial()
+    return [by.get(t.trial_id, []) for t in sweep.trials]
+
+
+def test_slurm_sweep_runs_an_array_with_lightning_told_not_to_requeue(slurm_cluster, write_sweep):
+    rows = [{"name": "a", "group": "A"}, {"name": "b", "group": "A", "overrides": ["model.d_ff=64"]}]
+    path = write_sweep(rows=rows, launcher=LAUNCHER)
+    done = subprocess.run(ablate_cmd("sweep", str(path)), env=fake_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = load_results(path)
+    assert [r.state for r in results] == ["done", "done"]
+    for r, attempts in zip(results, _attempt(path)):
+        (a,) = attempts
+        assert "_" in a.attrs["slurm_job"] and a.attrs["token"] == f"slurm:{a.attrs['slurm_job']}"
+        assert [c["plugins"] for c in calls(r.run_dir)] == [["SLURMEnvironment"]]
+
+
+def test_requeued_job_resumes_from_its_checkpoint(slurm_cluster, write_sweep):
+    path = write_sweep(
+        rows=[{"name": "a", "group": "A"}],
+        launcher=LAUNCHER,
+        heartbeat={"interval_s": 1, "grace_s": 8},
+        overrides=["train.max_steps=60", "data.args.fake_step_s=0.25"],
+    )
+    proc = subprocess.Popen(
+        ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    try:
+        run_dir = load_sweep(path).trials[0].run_dir
+        _wait(lambda: read_progress(run_dir).get("step", 0) >= 5, what="step 5")
+        job = _attempt(path)[0][0].attrs["slurm_job"]
+        subprocess.run(["scontrol", "requeue", job], check=True)
+        out, _ = proc.communicate(timeout=400)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, out.decode()
+    (attempts,) = _attempt(path)
+    assert [(a.attempt, a.state) for a in attempts] == [(0, "COMPLETE")]  # same attempt, never reaped
+    starts = [c["start"] for c in calls(run_dir)]
+    assert len(starts) == 2 and starts[1] >= 5 and len({c["wandb_id"] for c in calls(run_dir)}) == 1
+    assert load_results(path)[0].metrics["resumed_from"] == starts[1]
+
+
+def test_detach_then_scancel_is_reported_as_cancelled(slurm_cluster, write_sweep):
+    path = write_sweep(
+        rows=[{"name": "a", "group": "A"}],
+        launcher=LAUNCHER,
+        overrides=["train.max_steps=200", "data.args.fake_step_s=0.25"],
+    )
+    t0 = time.time()
+    sub = subprocess.run(
+        ablate_cmd("sweep", str(path), "--detach"), env=fake_env(), capture_output=True, text=True, timeout=120
+    )
+    assert sub.returncode == 0 and "submitted 1 job(s)" in sub.stdout, sub.stdout + sub.stderr
+    assert time.time() - t0 < 60  # it does not wait for the trial
+    run_dir = load_sweep(path).trials[0].run_dir
+    _wait(lambda: read_progress(run_dir).get("step", 0) >= 2, what="the detached trial to run")
+    job = _attempt(path)[0][0].attrs["slurm_job"]
+    subprocess.run(["scancel", job], check=True)
+    again = subprocess.run(ablate_cmd("sweep", str(path)), env=fake_env(), capture_output=True, text=True, timeout=300)
+    assert again.returncode == 1, again.stdout + again.stderr
+    (attempts,) = _attempt(path)
+    assert [(a.state, a.kind) for a in attempts] == [("FAIL", "cancelled")]
+    assert f"SLURM job {job} CANCELLED" in attempts[0].attrs["failure"]
+    status = subprocess.run(ablate_cmd("status", str(path)), env=fake_env(), capture_output=True, text=True)
+    assert "CANCELLED" in status.stdout and "1 failed" in status.stdout
