@@ -7,6 +7,7 @@ docs/architecture.md; an existing ``checkpoints/last.ckpt`` in it is resumed.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -201,13 +202,17 @@ def _final_metrics(cfg: DictConfig, trainer: Any, system: Any, dm: Any, prepared
         values, hyps = evaluate_split(system, dm, prepared, split, prefix, cfg, device=device)
         metrics.update(values)
         (outputs / f"{split}.hyp").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
-    train_secs = monitor.train_seconds
+    tokens_per_sec, step = monitor.tokens_per_sec, int(trainer.global_step)
+    last = run_dir / "checkpoints" / "last.ckpt"
+    if step == 0 and last.is_file():  # ddp_spawn: training ran in child processes, their state is in files
+        step = _checkpoint_step(last)
+        tokens_per_sec = float(json.loads((run_dir / "progress.json").read_text()).get("tokens_per_sec") or 0.0)
     metrics.update({
         "params": int(count_parameters(cfg.model, prepared.vocab_size)),
-        "tokens_per_sec": monitor.tokens_per_sec,
-        "train_time_s": train_secs,
+        "tokens_per_sec": tokens_per_sec,
+        "train_time_s": monitor.train_seconds,
         "wall_time_s": time.monotonic() - t0,
-        "step": int(trainer.global_step),
+        "step": step,
         "epoch": int(trainer.current_epoch),
         "checkpoint": used,
         "wandb_run_id": run_id if wandb_mode(cfg.logging.wandb) != "disabled" else None,

@@ -6,35 +6,14 @@ at ``fake_trainer.train`` (this folder on PYTHONPATH), which follows the train()
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-
-HERE = Path(__file__).resolve().parent
-
-TINY_EXPERIMENT = {
-    "model": {"n_layers": 1, "d_model": 16, "d_ff": 32, "n_heads": 2, "max_positions": 64},
-    "data": {"corpus": "builtin", "vocab_size": 64, "max_len": 32, "max_tokens": 256},
-    "train": {"max_steps": 6, "warmup_steps": 2, "val_every_steps": 3, "log_every_steps": 1},
-    "trainer": {"accelerator": "cpu"},
-    "logging": {"wandb": "disabled", "progress_bar": False},
-}
-
-
-def fake_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """Environment of a controller that runs the fake trainer, quiet and offline."""
-    env = dict(os.environ)
-    env["ABLATE_TRIAL_FN"] = "fake_trainer:train"
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]).strip(os.pathsep)
-    env.update({"WANDB_MODE": "disabled", "WANDB_SILENT": "true"})
-    env.update(extra or {})
-    return env
+from sweep_harness import HERE, TINY_EXPERIMENT, fake_env
 
 
 @pytest.fixture
@@ -68,13 +47,3 @@ def write_sweep(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return write
-
-
-def calls(run_dir: str | Path) -> list[dict[str, Any]]:
-    """The fake trainer's record of its executions in one run directory."""
-    p = Path(run_dir) / "calls.log"
-    return [json.loads(x) for x in p.read_text().splitlines()] if p.exists() else []
-
-
-def ablate_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "ablate", *args]

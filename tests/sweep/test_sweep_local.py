@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import ablate_cmd, calls, fake_env
+from sweep_harness import ablate_cmd, calls, fake_env
 
 from ablate.cli import main
 from ablate.sweep.progress import read_progress

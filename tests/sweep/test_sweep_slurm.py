@@ -11,7 +11,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import ablate_cmd, calls, fake_env
+from sweep_harness import ablate_cmd, calls, fake_env
 
 from ablate.sweep.progress import read_progress
 from ablate.sweep.results import load_results

@@ -8,8 +8,6 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
 from .conftest import MINI, TINY_RUN
 
 SCRIPT = textwrap.dedent(
@@ -27,7 +25,6 @@ SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.slow
 def test_two_process_gloo_ddp_trains_and_evaluates(tmp_path):
     script = tmp_path / "ddp_train.py"
     script.write_text(SCRIPT)
