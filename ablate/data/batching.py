@@ -102,15 +102,18 @@ class TokenBucketBatchSampler:
         return [batches[j] for j in shuffled[self.rank : usable : self.world_size]]
 
     def __iter__(self) -> Iterator[list[int]]:
+        if not self.shuffle:
+            # Eval order is fixed and every pass is whole: Lightning stops after len(loader) batches
+            # without exhausting this generator, so a remembered position would empty the next pass.
+            for batch in self.epoch_batches(0):
+                yield batch.tolist()
+            return
         epoch, start = self.epoch, self.position
         batches = self.epoch_batches(epoch)
         for k in range(start, len(batches)):
             self.position = k + 1
             yield batches[k].tolist()
-        if self.shuffle:  # a finished epoch moves on, also when nobody calls set_epoch
-            self.epoch, self.position = epoch + 1, 0
-        else:
-            self.position = 0
+        self.epoch, self.position = epoch + 1, 0  # a finished epoch moves on, also without set_epoch
 
     # -- resuming -------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, int]:

@@ -114,7 +114,6 @@ class TranslationSystem(pl.LightningModule):
         self._val_tokens += n.double()
 
     def on_validation_epoch_end(self) -> None:
-        self._rewind_eval_samplers()
         totals = torch.stack([self._val_nll, self._val_tokens])
         if self.trainer.world_size > 1:  # sums over ranks: an exact corpus mean, not a mean of means
             totals = self.trainer.strategy.reduce(totals, reduce_op="sum")
@@ -129,16 +128,6 @@ class TranslationSystem(pl.LightningModule):
             score = self._dev_bleu() if self.trainer.is_global_zero else {}
             for key, value in score.items():
                 self.log(key, value, rank_zero_only=True)
-
-    def _rewind_eval_samplers(self) -> None:
-        # Lightning stops after len(loader) batches without exhausting the loader, so a batch sampler that
-        # remembers its position (ablate.data.batching) would start the next validation at its end and
-        # yield nothing. Rewind the deterministic (non-shuffling) ones.
-        loaders = self.trainer.val_dataloaders
-        for loader in loaders if isinstance(loaders, (list, tuple)) else [loaders]:
-            sampler = getattr(loader, "batch_sampler", None)
-            if sampler is not None and getattr(sampler, "shuffle", True) is False and hasattr(sampler, "position"):
-                sampler.position = 0
 
     def _dev_bleu(self) -> dict[str, float]:
         hp = self.hparams

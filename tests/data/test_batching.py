@@ -114,3 +114,16 @@ def test_padding_waste_is_low_on_multi30k(multi30k_root: Path, cache: Path) -> N
         waste = padding_stats(train.src_lengths, train.tgt_lengths, sampler.epoch_batches(0))
         print(f"multi30k padding at {max_tokens}: {waste}")
         assert waste["total"] <= 0.05 and waste["tgt"] <= 0.05
+
+
+def test_eval_sampler_restarts_every_pass_even_when_not_exhausted() -> None:
+    # Lightning stops after len(loader) batches without exhausting the generator; the next pass
+    # must still yield every batch (a remembered position once made every second validation empty).
+
+    lens = np.arange(1, 41)
+    sampler = TokenBucketBatchSampler(lens, lens, max_tokens=64, shuffle=False)
+    first = list(sampler)
+    it = iter(sampler)
+    for _ in range(len(sampler)):
+        next(it)  # consumed like Lightning does, generator left suspended at its end
+    assert list(sampler) == first and len(first) == len(sampler) > 1
