@@ -229,6 +229,9 @@ class SweepStore:
         # and MySQL lock the row, and journal appends are ordered, so there the lock is a no-op.
         with self.lock():
             try:
+                # A fresh heartbeat before the state flips: a reaper must never see a RUNNING
+                # attempt without one (it would look dead since the epoch).
+                st.set_trial_user_attr(storage_id, "heartbeat", time.time())
                 claimed = st.set_trial_state_values(storage_id, TrialState.RUNNING)
             except UpdateFinishedTrialError:
                 return False
@@ -247,7 +250,10 @@ class SweepStore:
             if twin:  # created by a racing enqueue on a server database: the lower number wins
                 self.fail(storage_id, f"duplicate of trial #{twin[0].number}", "duplicate")
                 return False
-            self.beat(storage_id)
+            try:
+                self.beat(storage_id)
+            except UpdateFinishedTrialError:  # reaped or finished meanwhile: not ours any more
+                return False
             return True
         current = self.get(storage_id)
         return current.state == "RUNNING" and current.attrs.get("token") == token
@@ -258,8 +264,15 @@ class SweepStore:
         for key, value in {"host": socket.gethostname(), "pid": os.getpid(), **extra}.items():
             st.set_trial_user_attr(storage_id, key, value)
 
-    def set_attr(self, storage_id: int, key: str, value: Any) -> None:
-        self.storage.set_trial_user_attr(storage_id, key, value)
+    def set_attr(self, storage_id: int, key: str, value: Any) -> bool:
+        """Set a user attribute; False when the attempt finished meanwhile (a race that is fine)."""
+        from optuna.exceptions import UpdateFinishedTrialError
+
+        try:
+            self.storage.set_trial_user_attr(storage_id, key, value)
+        except UpdateFinishedTrialError:
+            return False
+        return True
 
     def finish(self, storage_id: int, metrics: Mapping[str, Any]) -> None:
         from optuna.trial import TrialState
@@ -296,7 +309,7 @@ class SweepStore:
             if a.state != "RUNNING":
                 continue
             verdict = alive(a)
-            silent = now - float(a.attrs.get("heartbeat", 0.0))
+            silent = now - float(a.attrs.get("heartbeat", now))  # claims always set one first
             if verdict is False or (verdict is None and silent > grace_s):
                 reason = (
                     a.attrs.get("dead_reason")

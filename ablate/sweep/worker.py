@@ -53,6 +53,7 @@ class _Heartbeat(threading.Thread):
         self.stopped = threading.Event()
 
     def run(self) -> None:
+        self.store.beat(self.storage_id)
         while not self.stopped.wait(self.interval_s):
             try:
                 self.store.beat(self.storage_id)

@@ -8,7 +8,10 @@ docs/architecture.md; an existing ``checkpoints/last.ckpt`` in it is resumed.
 from __future__ import annotations
 
 import json
+import logging
+import os
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +95,25 @@ def evaluate_split(system: Any, dm: Any, prepared: Any, split: str, prefix: str,
     return out, bleu["hypotheses"]
 
 
+class _NoLightningTips(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "\N{ELECTRIC LIGHT BULB} Tip:" not in record.getMessage()
+
+
+def quiet_lightning() -> None:
+    """Drop Lightning messages that are noise here, each one by its text (no blanket filters)."""
+    if "SLURM_JOB_ID" not in os.environ:
+        # srun on PATH (a login node, a workstation with the SLURM client) is no reason to warn a run
+        # that SLURM did not start; inside a SLURM job the hint stays.
+        warnings.filterwarnings("ignore", message="The `srun` command is available on your system")
+    # Lightning 2.6 calls a torch.utils._pytree API that torch 2.13 deprecates: nothing a user can act on.
+    warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
+    for name in ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _NoLightningTips) for f in logger.filters):
+            logger.addFilter(_NoLightningTips())  # advertisements for Lightning's cloud services
+
+
 def train(
     cfg: DictConfig,
     output_dir: str | Path | None = None,
@@ -153,6 +175,7 @@ def train(
         enable_progress_bar=False, enable_model_summary=False,
     )
     kwargs.update(trainer_kwargs or {})
+    quiet_lightning()
     trainer = pl.Trainer(**kwargs)
     if trainer.is_global_zero:
         atomic_write_json(run_dir / "provenance.json", provenance(cfg, trainer, resumed=resuming))

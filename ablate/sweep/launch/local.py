@@ -86,6 +86,7 @@ class LocalLauncher(Launcher):
         self.free = list(range(self.slots))
         self.children: dict[int, _Child] = {}
         self.token_base = f"local:{socket.gethostname()}:{os.getpid()}"
+        self._last_beat = 0.0
 
     def busy(self) -> bool:
         return bool(self.children)
@@ -138,9 +139,14 @@ class LocalLauncher(Launcher):
         return proc
 
     def poll(self) -> None:
+        beat = time.time() - self._last_beat >= float(self.sweep.heartbeat["interval_s"])
         for sid, child in list(self.children.items()):
             code = child.proc.poll()
             if code is None:
+                # Beat for a live child too: a worker that is still importing torch on a loaded
+                # machine must not look dead to another controller sharing the store.
+                if beat:
+                    self.store.set_attr(sid, "heartbeat", time.time())
                 continue
             del self.children[sid]
             self.free = sorted(self.free + child.devices)
@@ -149,6 +155,8 @@ class LocalLauncher(Launcher):
                 how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
                 log = Path(now.attrs["run_dir"]) / "worker.log"
                 self.store.fail(sid, f"worker {how} (log: {log})", "crashed")
+        if beat:
+            self._last_beat = time.time()
 
     def shutdown(self) -> None:
         old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not orphan children
