@@ -34,6 +34,7 @@ class Launcher:
         self.cfg = dict(sweep.launcher)
         self.poll_s = float(self.cfg.get("poll_s", self.poll_s))
         self.retries: Counter[str] = Counter()
+        self._cost_cache: dict[str, float] | None = None
 
     # -- validation (pure; called while the sweep file is checked) ------------------------------
     @classmethod
@@ -87,9 +88,22 @@ class Launcher:
                     self.retries[last.ablate_id] += 1
 
     def waiting(self) -> list[Attempt]:
+        """Waiting attempts, the most expensive first (longest-processing-time-first scheduling).
+
+        On a few slots the sweep ends when its last trial does: starting the big rows last (they come
+        last in Table 3) left one slot idle for most of the big row's run. Ties keep sweep order.
+        """
         order = {t.trial_id: t.order for t in self.sweep.trials}
+        cost = self._costs()
         out = [a for lst in self.mine().values() for a in lst if a.state == "WAITING"]
-        return sorted(out, key=lambda a: (order[a.ablate_id], a.attempt))
+        return sorted(out, key=lambda a: (-cost.get(a.ablate_id, 0.0), order[a.ablate_id], a.attempt))
+
+    def _costs(self) -> dict[str, float]:
+        if self._cost_cache is None:
+            from ablate.sweep.commands import estimate  # torch-only import, done once per controller
+
+            self._cost_cache = {t.trial_id: float(estimate(self.sweep, t)["flops"]) for t in self.sweep.trials}
+        return self._cost_cache
 
     def run(self, detach: bool = False, view: ProgressView | None = None) -> dict[str, int]:
         """Drive the sweep to the end (or, detached, until everything is submitted)."""
