@@ -31,6 +31,9 @@ GROUP_COLORS = {
 OTHER_COLOR = "#7f7f7f"
 
 
+CLIP_PCT = 100.0  # axis limit in % change; larger changes are clipped and labelled
+
+
 def _relative(value: Stat | None, base: Stat | None) -> float | None:
     if value is None or base is None or base.mean == 0:
         return None
@@ -62,22 +65,28 @@ def plot_table(table: Table3, path: str | Path) -> Path:
 
     for ax, metric, better in zip(axes, ("ppl", "bleu"), ("lower is better", "higher is better")):
         ours_base = getattr(base, metric) if base else None
-        values: list[float] = []
+        bars: list[tuple[float, float, str, dict]] = []  # (y, value, color, style)
         for y, row in zip(ys, rows):
             color = GROUP_COLORS.get(row.group, OTHER_COLOR)
             ours = _relative(getattr(row, metric), ours_base)
             paper = _paper_relative(row, metric)
             if ours is not None:
-                ax.barh(y - bar / 2, ours, height=bar, color=color, edgecolor=color)
-                values.append(ours)
+                bars.append((y - bar / 2, ours, color, {}))
             else:
                 why = row.pending or "n/a"  # spelled out: the table's "…" is too small to see on a bar chart
                 ax.text(0, y - bar / 2, f" {why}", va="center", ha="left", fontsize=8, color="#555555")
             if paper is not None:
-                ax.barh(y + bar / 2, paper, height=bar, color=color, alpha=0.35, hatch="///", edgecolor=color)
-                values.append(paper)
+                bars.append((y + bar / 2, paper, color, {"alpha": 0.35, "hatch": "///"}))
+        # One diverged row (+900%) would flatten every other bar: clip the axis at CLIP_PCT and print the
+        # true value of a clipped bar at its end.
+        span = min(max((abs(v) for _, v, _, _ in bars), default=1.0), CLIP_PCT) * 1.15 or 1.0
+        for y, value, color, style in bars:
+            shown = max(-span / 1.15, min(span / 1.15, value))
+            ax.barh(y, shown, height=bar, color=color, edgecolor=color, **style)
+            if shown != value:
+                ax.text(shown, y, f" {value:+.0f}% " if value > 0 else f" {value:+.0f}% ", va="center",
+                        ha="left" if value > 0 else "right", fontsize=7, fontweight="bold")
         ax.axvline(0, color="black", linewidth=0.8)
-        span = max((abs(v) for v in values), default=1.0) * 1.1 or 1.0
         ax.set_xlim(-span, span)
         ax.grid(axis="x", color="#dddddd", linewidth=0.6)
         ax.set_axisbelow(True)
