@@ -218,6 +218,7 @@ class RunMonitor(pl.Callback):
         elapsed = time.monotonic() - self._t_fit
         done = step - self._start_step
         eta = elapsed / done * (trainer.max_steps - step) if done > 0 and trainer.max_steps > 0 else None
+        eta = _sooner(eta, _time_left(trainer))
         self.last = {
             "step": step,
             "max_steps": trainer.max_steps,
@@ -253,3 +254,18 @@ def _value(x: Any) -> float | None:
     if x is None:
         return None
     return float(x.item() if isinstance(x, torch.Tensor) else x)
+
+
+def _time_left(trainer: pl.Trainer) -> float | None:
+    """Seconds until train.max_time_minutes stops the run (Lightning's Timer), if a limit is set."""
+    from lightning.pytorch.callbacks import Timer
+
+    for cb in trainer.callbacks:  # type: ignore[attr-defined]
+        if isinstance(cb, Timer):
+            left = cb.time_remaining("train")
+            return None if left is None else max(0.0, float(left))
+    return None
+
+
+def _sooner(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else min(a, b)

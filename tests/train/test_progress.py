@@ -1,0 +1,18 @@
+"""progress.json's ETA: the sooner of the step budget and the wall-clock budget."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from lightning.pytorch.callbacks import Timer
+
+from ablate.train.callbacks import _sooner, _time_left
+
+
+def test_eta_is_capped_by_max_time() -> None:
+    trainer = SimpleNamespace(callbacks=[Timer(duration={"minutes": 1})])
+    left = _time_left(trainer)
+    assert left is not None and 0 < left <= 60
+    assert _sooner(17 * 3600.0, left) == left  # a 30-minute run once showed a 17-hour ETA
+    assert _time_left(SimpleNamespace(callbacks=[])) is None
+    assert _sooner(None, 5.0) == 5.0 and _sooner(3.0, None) == 3.0 and _sooner(None, None) is None
