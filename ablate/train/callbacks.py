@@ -15,13 +15,15 @@ progress display, and the final validation.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import lightning.pytorch as pl
 import numpy as np
@@ -48,20 +50,27 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a fsynced sibling temporary file and os.replace."""
+@contextlib.contextmanager
+def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
+    """A binary file that appears at ``path`` whole or not at all: a fsynced sibling temp + os.replace."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         with open(tmp, "wb") as f:
-            f.write(data)
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`atomic_open`)."""
+    with atomic_open(path) as f:
+        f.write(data)
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> None:
@@ -72,18 +81,8 @@ class AtomicCheckpointIO(TorchCheckpointIO):
     """torch.save into a sibling temporary file, fsync, os.replace (see the module docstring)."""
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any | None = None) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        try:
-            with open(tmp, "wb") as f:
-                torch.save(checkpoint, f)  # streamed to disk, not held twice in memory
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+        with atomic_open(path) as f:
+            torch.save(checkpoint, f)  # streamed to disk, not held twice in memory
 
 
 class LastCheckpoint(pl.Callback):

@@ -16,3 +16,17 @@ def test_eta_is_capped_by_max_time() -> None:
     assert _sooner(17 * 3600.0, left) == left  # a 30-minute run once showed a 17-hour ETA
     assert _time_left(SimpleNamespace(callbacks=[])) is None
     assert _sooner(None, 5.0) == 5.0 and _sooner(3.0, None) == 3.0 and _sooner(None, None) is None
+
+
+def test_atomic_open_leaves_the_old_file_on_a_crash(tmp_path) -> None:
+    import pytest
+
+    from ablate.train.callbacks import atomic_open, atomic_write_bytes
+
+    target = tmp_path / "last.ckpt"
+    atomic_write_bytes(target, b"old")
+    with pytest.raises(RuntimeError), atomic_open(target) as f:
+        f.write(b"half of the new")
+        raise RuntimeError("disk full")
+    assert target.read_bytes() == b"old"  # never torn
+    assert [p.name for p in tmp_path.iterdir()] == ["last.ckpt"]  # no temp file left behind
