@@ -15,20 +15,18 @@ progress display, and the final validation.
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import random
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import lightning.pytorch as pl
 import numpy as np
 import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
+
+from ablate.atomic import atomic_open, atomic_write_json
 
 
 def rng_state() -> dict[str, Any]:
@@ -48,33 +46,6 @@ def set_rng_state(state: dict[str, Any]) -> None:
     np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
-
-
-@contextlib.contextmanager
-def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
-    """A binary file that appears at ``path`` whole or not at all: a fsynced sibling temp + os.replace."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (see :func:`atomic_open`)."""
-    with atomic_open(path) as f:
-        f.write(data)
-
-
-def atomic_write_json(path: str | Path, obj: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n").encode())
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):

@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 
 from ablate.config import from_dict, read_yaml, save_config, to_dict
 from ablate.errors import AblateError
-from ablate.train.callbacks import atomic_write_json
+from ablate.atomic import atomic_write_json
 from ablate.train.loggers import build_loggers
 from ablate.train.rundir import (
     check_resumable,

@@ -21,7 +21,7 @@ def test_eta_is_capped_by_max_time() -> None:
 def test_atomic_open_leaves_the_old_file_on_a_crash(tmp_path) -> None:
     import pytest
 
-    from ablate.train.callbacks import atomic_open, atomic_write_bytes
+    from ablate.atomic import atomic_open, atomic_write_bytes
 
     target = tmp_path / "last.ckpt"
     atomic_write_bytes(target, b"old")

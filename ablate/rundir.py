@@ -1,0 +1,127 @@
+"""The run-directory format: the one module that knows file names and JSON layouts of a run.
+
+Writers (the trainer, ``ablate eval``) and readers (the sweep worker and progress display, the report,
+the tests' fake trainer) all go through here, so the format lives in one place::
+
+    <run>/config.yaml           the resolved config of the run
+    <run>/provenance.json       git SHA, versions, host, devices
+    <run>/checkpoints/{last,best}.ckpt
+    <run>/metrics.csv           Lightning's CSV log
+    <run>/progress.json         step, max_steps, train/loss, val/ppl, tokens_per_sec, elapsed_s, eta_s, status
+    <run>/metrics.json          final metrics (val/*, test/*, params, step, checkpoint, ...)
+    <run>/outputs/<split>.hyp   final detokenized hypotheses, one per line, in the split's order
+    <run>/wandb/                offline W&B files
+
+No torch, no Lightning: status and report commands read run directories and must stay fast.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ablate.atomic import atomic_write_json, atomic_write_text
+
+CONFIG = "config.yaml"
+PROVENANCE = "provenance.json"
+PROGRESS = "progress.json"
+METRICS = "metrics.json"
+METRICS_CSV = "metrics.csv"
+CHECKPOINTS = "checkpoints"
+OUTPUTS = "outputs"
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A JSON object, or {} when the file is missing, being replaced, or not an object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """Paths and readers/writers of one run directory."""
+
+    path: Path
+
+    def __init__(self, path: str | Path) -> None:
+        object.__setattr__(self, "path", Path(path))
+
+    # -- paths --
+    @property
+    def config(self) -> Path:
+        return self.path / CONFIG
+
+    @property
+    def provenance(self) -> Path:
+        return self.path / PROVENANCE
+
+    @property
+    def progress_file(self) -> Path:
+        return self.path / PROGRESS
+
+    @property
+    def metrics_file(self) -> Path:
+        return self.path / METRICS
+
+    @property
+    def metrics_csv(self) -> Path:
+        return self.path / METRICS_CSV
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / CHECKPOINTS
+
+    @property
+    def last_ckpt(self) -> Path:
+        return self.checkpoints / "last.ckpt"
+
+    @property
+    def best_ckpt(self) -> Path:
+        return self.checkpoints / "best.ckpt"
+
+    def hyp_file(self, split: str) -> Path:
+        return self.path / OUTPUTS / f"{split}.hyp"
+
+    # -- readers (never raise on a missing or half-written file) --
+    def read_progress(self) -> dict[str, Any]:
+        return _read_json(self.progress_file)
+
+    def read_metrics(self) -> dict[str, Any]:
+        return _read_json(self.metrics_file)
+
+    def read_provenance(self) -> dict[str, Any]:
+        return _read_json(self.provenance)
+
+    def read_hypotheses(self, split: str) -> list[str] | None:
+        path = self.hyp_file(split)
+        if not path.is_file():
+            return None
+        return path.read_text(encoding="utf-8").splitlines()
+
+    # -- writers (atomic) --
+    def write_progress(self, progress: dict[str, Any]) -> None:
+        atomic_write_json(self.progress_file, progress)
+
+    def write_metrics(self, metrics: dict[str, Any]) -> None:
+        atomic_write_json(self.metrics_file, metrics)
+
+    def write_provenance(self, provenance: dict[str, Any]) -> None:
+        atomic_write_json(self.provenance, provenance)
+
+    def write_hypotheses(self, split: str, hyps: list[str]) -> None:
+        atomic_write_text(self.hyp_file(split), "".join(h + "\n" for h in hyps))
+
+
+def read_progress(run_dir: str | Path) -> dict[str, Any]:
+    """A run's progress.json, or {} when it is missing or being rewritten."""
+    return RunDir(run_dir).read_progress()
+
+
+def read_metrics(run_dir: str | Path) -> dict[str, Any]:
+    """A run's final metrics.json, or {} when the run has not finished."""
+    return RunDir(run_dir).read_metrics()
