@@ -1,11 +1,14 @@
 """The `ablate` command line: parse, call one function, print. Nothing heavy is imported up front.
 
 `--help`, `variants`, `status`, `table` and `sweep --dry-run` never import Lightning (5-6 s).
+`ablate sweep` is composed here: the sweep part runs the trials, then the report part prints the
+summary of the very Sweep that ran (with its command-line overrides); sweep/ never imports report/.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -56,7 +59,19 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from ablate.sweep.commands import sweep
 
-    return sweep(args.sweep, dry_run=args.dry_run, as_json=args.json, detach=args.detach, overrides=args.overrides)
+    run = sweep(
+        args.sweep,
+        dry_run=args.dry_run,
+        as_json=args.json,
+        detach=args.detach,
+        overrides=args.overrides or None,
+        clear_overrides=args.clear_overrides,
+    )
+    if run.finished:
+        from ablate.report.commands import print_summary
+
+        print_summary(run.sweep)
+    return run.code
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
@@ -77,28 +92,24 @@ def _cmd_table(args: argparse.Namespace) -> int:
     return table(args.sweep, fmt=args.format, plot=args.plot)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="ablate",
-        description="Architecture ablations of encoder-decoder Transformers for machine translation.",
-    )
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+def _config_args(s: argparse.ArgumentParser) -> None:
+    s.add_argument("config", help="experiment file, e.g. experiments/mini.yaml")
+    s.add_argument("overrides", nargs="*", help="dotlist overrides, e.g. model.n_heads=4")
 
+
+def _add_run_commands(sub: argparse._SubParsersAction) -> None:
+    """variants, data prepare, train, eval: one experiment at a time."""
     s = sub.add_parser("variants", help="list every registry and its registered names")
     s.set_defaults(func=_cmd_variants)
-
-    def config_args(s: argparse.ArgumentParser) -> None:
-        s.add_argument("config", help="experiment file, e.g. experiments/mini.yaml")
-        s.add_argument("overrides", nargs="*", help="dotlist overrides, e.g. model.n_heads=4")
 
     s = sub.add_parser("data", help="prepare corpora: tokenizer, binarized shards (cached)")
     dsub = s.add_subparsers(dest="data_command", metavar="ACTION", required=True)
     d = dsub.add_parser("prepare", help="prepare the data an experiment needs (once; later calls reuse the cache)")
-    config_args(d)
+    _config_args(d)
     d.set_defaults(func=_cmd_data_prepare)
 
     s = sub.add_parser("train", help="train and evaluate one model (one trial)")
-    config_args(s)
+    _config_args(s)
     s.add_argument("--output", default=None, help="run directory (default: a new one under logging.output_dir)")
     s.set_defaults(func=_cmd_train)
 
@@ -109,9 +120,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--checkpoint", default="best", help="best | last | a path (default: best)")
     s.set_defaults(func=_cmd_eval)
 
+
+def _add_sweep_commands(sub: argparse._SubParsersAction) -> None:
+    """sweep, status, sync, table: a sweep file and its store."""
     s = sub.add_parser("sweep", help="run (or resume) a sweep: every row of a sweep file, each trial once")
     s.add_argument("sweep", help="sweep file, e.g. sweeps/table3-mini.yaml (a bare name is also looked up in sweeps/)")
-    s.add_argument("overrides", nargs="*", help="dotlist overrides applied to every trial")
+    s.add_argument(
+        "overrides",
+        nargs="*",
+        help="dotlist overrides applied to every trial; recorded with the sweep, so later `sweep`, `status` "
+        "and `table` without overrides use them (new ones replace them)",
+    )
+    s.add_argument(
+        "--clear-overrides",
+        action="store_true",
+        help="forget the command-line overrides recorded with the sweep: run the file as written",
+    )
     s.add_argument("--dry-run", action="store_true", help="list trials, params, FLOPs and cost; launch nothing")
     s.add_argument("--json", action="store_true", help="with --dry-run: print the trial list as JSON")
     s.add_argument("--detach", action="store_true", help="submit (SLURM) and exit; check with `ablate status`")
@@ -130,7 +154,27 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--format", default="md", choices=["md", "csv", "latex", "json"], help="output format")
     s.add_argument("--plot", default=None, metavar="PNG", help="also write a plot to this PNG file")
     s.set_defaults(func=_cmd_table)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ablate",
+        description="Architecture ablations of encoder-decoder Transformers for machine translation.",
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_run_commands(sub)
+    _add_sweep_commands(sub)
     return p
+
+
+def _stdout_closed() -> int:
+    """The reader of our stdout went away (`ablate sweep --dry-run | head`): stop quietly."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
+    except (OSError, ValueError, AttributeError):  # stdout is not a real file (e.g. replaced by a test)
+        pass
+    return 141  # 128 + SIGPIPE, as `yes | head` reports under `set -o pipefail`
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -140,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AblateError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        return _stdout_closed()
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

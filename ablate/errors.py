@@ -7,3 +7,7 @@ class AblateError(Exception):
     The CLI prints ``error: <message>`` and exits with status 2; the message must say what is wrong,
     where (file, line, key) and what to do.
     """
+
+
+class ConfigError(AblateError, ValueError):
+    """A configuration is invalid; the message is one line: what, where, what to do."""

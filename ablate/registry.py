@@ -57,9 +57,7 @@ class Registry(Generic[T]):
         def deco(obj: T) -> T:
             if name in self._entries:
                 where = _where(self._entries[name])
-                raise RegistryError(
-                    f"{self.kind} {name!r} is already registered (by {where}); pick another name"
-                )
+                raise RegistryError(f"{self.kind} {name!r} is already registered (by {where}); pick another name")
             self._entries[name] = obj
             self._docs[name] = description or _first_line(obj)
             return obj
@@ -99,13 +97,6 @@ class Registry(Generic[T]):
         """(name, one-line description) for every entry, sorted by name."""
         return [(n, self._docs[n]) for n in self.names()]
 
-    # -- building from a config slot --------------------------------------------------------------
-    def build(self, spec: Any, **kwargs: Any) -> Any:
-        """Call the entry a slot names with ``kwargs`` plus the slot's own ``args``."""
-        name, args = parse_slot(spec, self.kind)
-        factory = self.get(name)
-        return factory(**{**kwargs, **args})  # type: ignore[operator]
-
 
 def parse_slot(spec: Any, kind: str = "slot") -> tuple[str, dict[str, Any]]:
     """``"rope"`` or ``{name: rope, args: {...}}`` -> (name, args)."""
@@ -129,16 +120,15 @@ def all_registries() -> dict[str, Registry[Any]]:
     return dict(_ALL)
 
 
+BUILTIN_MODULES = ("ablate.model", "ablate.data.catalog", "ablate.sweep.launch")  # they fill ablate's registries
+
+
 def load_builtin_registries() -> dict[str, Registry[Any]]:
-    """Import the modules that define ablate's own registries and return them all."""
+    """Import the modules that fill ablate's own registries (for listings) and return them all."""
     import importlib
 
-    for mod in ("ablate.model", "ablate.data.corpora", "ablate.sweep.launch"):
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:  # a part not built yet must not hide the others
-            if not (exc.name or "").startswith("ablate"):
-                raise
+    for mod in BUILTIN_MODULES:
+        importlib.import_module(mod)
     return all_registries()
 
 

@@ -9,7 +9,11 @@ the tests' fake trainer) all go through here, so the format lives in one place::
     <run>/metrics.csv           Lightning's CSV log
     <run>/progress.json         step, max_steps, train/loss, val/ppl, tokens_per_sec, elapsed_s, eta_s, status
     <run>/metrics.json          final metrics (val/*, test/*, params, step, checkpoint, ...)
-    <run>/outputs/<split>.hyp   final detokenized hypotheses, one per line, in the split's order
+    <run>/outputs/<split>.hyp   final detokenized hypotheses, one per line: the first N sentences of the
+                                split's order (N = metrics.json's ``<prefix>/bleu_sentences``), i.e.
+                                aligned with the references BLEU was computed against
+    <run>/outputs/<split>.nll   summed NLL (natural log, EOS included) of every sentence of the split, one
+                                float per line, in the split's order (for a paired bootstrap)
     <run>/wandb/                offline W&B files
 
 No torch, no Lightning: status and report commands read run directories and must stay fast.
@@ -22,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ablate.atomic import atomic_write_json, atomic_write_text
+from ablate.atomic import atomic_write_json, atomic_write_text, remove_stale_temps
+from ablate.errors import AblateError
 
 CONFIG = "config.yaml"
 PROVENANCE = "provenance.json"
@@ -31,6 +36,10 @@ METRICS = "metrics.json"
 METRICS_CSV = "metrics.csv"
 CHECKPOINTS = "checkpoints"
 OUTPUTS = "outputs"
+
+
+class RunDirError(AblateError):
+    """A run directory cannot be used (missing files, a different config, an unknown checkpoint)."""
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -87,6 +96,9 @@ class RunDir:
     def hyp_file(self, split: str) -> Path:
         return self.path / OUTPUTS / f"{split}.hyp"
 
+    def nll_file(self, split: str) -> Path:
+        return self.path / OUTPUTS / f"{split}.nll"
+
     # -- readers (never raise on a missing or half-written file) --
     def read_progress(self) -> dict[str, Any]:
         return _read_json(self.progress_file)
@@ -103,6 +115,13 @@ class RunDir:
             return None
         return path.read_text(encoding="utf-8").splitlines()
 
+    def read_sentence_nll(self, split: str) -> list[float] | None:
+        """Per-sentence NLL of ``split`` (split order), or None when the run has not written it."""
+        path = self.nll_file(split)
+        if not path.is_file():
+            return None
+        return [float(x) for x in path.read_text(encoding="utf-8").split()]
+
     # -- writers (atomic) --
     def write_progress(self, progress: dict[str, Any]) -> None:
         atomic_write_json(self.progress_file, progress)
@@ -115,6 +134,15 @@ class RunDir:
 
     def write_hypotheses(self, split: str, hyps: list[str]) -> None:
         atomic_write_text(self.hyp_file(split), "".join(h + "\n" for h in hyps))
+
+    def write_sentence_nll(self, split: str, values: list[float]) -> None:
+        atomic_write_text(self.nll_file(split), "".join(f"{v!r}\n" for v in values))
+
+    # -- upkeep --
+    def remove_stale_temps(self) -> list[Path]:
+        """Delete the temporary files of killed atomic writers (``.NAME.tmp-PID``) in the run directory,
+        its checkpoints and its outputs; returns what was removed. Call it before anything writes."""
+        return [p for folder in (self.path, self.checkpoints, self.path / OUTPUTS) for p in remove_stale_temps(folder)]
 
 
 def read_progress(run_dir: str | Path) -> dict[str, Any]:

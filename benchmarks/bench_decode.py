@@ -13,8 +13,10 @@ import time
 
 import torch
 
+from ablate.config import model_section
+from ablate.eval.decode import EOS_ID, beam_search
+from ablate.eval.settings import DecodeSettings
 from ablate.model.build import build_model
-from ablate.train.decode import EOS_ID, beam_search
 
 
 def main() -> None:
@@ -31,7 +33,7 @@ def main() -> None:
 
     torch.manual_seed(0)
     cfg = {"n_layers": args.layers, "d_model": args.d_model, "d_ff": 4 * args.d_model, "n_heads": 4, "dropout": 0.1}
-    model = build_model(cfg, args.vocab).eval()
+    model = build_model(model_section(cfg), args.vocab).eval()
     with torch.no_grad():  # an untrained model rarely ends; make EOS plausible so lengths vary as in practice
         model.output_weight[EOS_ID] *= args.eos_bias
     lengths = torch.randint(args.src_len // 2, args.src_len * 3 // 2, (args.sentences,))
@@ -39,16 +41,18 @@ def main() -> None:
     for i, n in enumerate(lengths.tolist()):
         src[i, :n] = torch.randint(4, args.vocab, (n,))
         src[i, n] = EOS_ID
-    kw = dict(beam_size=args.beam, alpha=0.6, max_len_a=1.0, max_len_b=args.max_len_b)
+    settings = DecodeSettings(beam_size=args.beam, alpha=0.6, max_len_a=1.0, max_len_b=args.max_len_b)
 
-    print(f"model d_model={args.d_model} layers={args.layers}+{args.layers} vocab={args.vocab}; "
-          f"{args.sentences} sentences, beam {args.beam}, torch threads {torch.get_num_threads()}")
-    beam_search(model, src[:4], **kw)  # warm-up
+    print(
+        f"model d_model={args.d_model} layers={args.layers}+{args.layers} vocab={args.vocab}; "
+        f"{args.sentences} sentences, beam {args.beam}, torch threads {torch.get_num_threads()}"
+    )
+    beam_search(model, src[:4], settings)  # warm-up
     t = time.perf_counter()
-    cached = beam_search(model, src, use_cache=True, **kw)
+    cached = beam_search(model, src, settings, use_cache=True)
     t_cached = time.perf_counter() - t
     t = time.perf_counter()
-    full = beam_search(model, src, use_cache=False, **kw)
+    full = beam_search(model, src, settings, use_cache=False)
     t_full = time.perf_counter() - t
 
     same_tokens = [h[0].tokens for h in cached] == [h[0].tokens for h in full]
@@ -57,8 +61,10 @@ def main() -> None:
     print(f"with cache      {t_cached:8.2f} s  ({out_tokens / t_cached:8.1f} output tokens/s)")
     print(f"re-decode       {t_full:8.2f} s  ({out_tokens / t_full:8.1f} output tokens/s)")
     print(f"speed-up        {t_full / t_cached:8.2f} x  (target >= 3x)")
-    print(f"identical output: {same_tokens}; max |score difference| {max_score_diff:.2e}; "
-          f"mean output length {out_tokens / len(cached):.1f}")
+    print(
+        f"identical output: {same_tokens}; max |score difference| {max_score_diff:.2e}; "
+        f"mean output length {out_tokens / len(cached):.1f}"
+    )
 
 
 if __name__ == "__main__":

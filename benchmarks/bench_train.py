@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
+from ablate.config import model_section
 from ablate.model.build import train_flops
 from ablate.train.schedule import noam_scheduler
 from ablate.train.system import TranslationSystem
@@ -70,9 +71,17 @@ def run_lightning(cfg: dict, vocab: int, batches: list, warmup: int, init: dict)
     system = TranslationSystem(model=cfg, vocab_size=vocab, warmup_steps=4000)
     system.model.load_state_dict(init)
     timer = Timer(warmup)
-    trainer = pl.Trainer(accelerator="cpu", devices=1, precision="32-true", max_steps=len(batches), logger=False,
-                         callbacks=[timer],
-                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        devices=1,
+        precision="32-true",
+        max_steps=len(batches),
+        logger=False,
+        callbacks=[timer],
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
     trainer.fit(system, train_dataloaders=DataLoader(batches, batch_size=None))
     return sum(timer.times)
 
@@ -80,7 +89,7 @@ def run_lightning(cfg: dict, vocab: int, batches: list, warmup: int, init: dict)
 def run_plain(cfg: dict, vocab: int, batches: list, warmup: int, init: dict) -> float:
     from ablate.model.build import build_model
 
-    model = build_model(cfg, vocab)
+    model = build_model(model_section(cfg), vocab)
     model.load_state_dict(init)
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
@@ -89,8 +98,12 @@ def run_plain(cfg: dict, vocab: int, batches: list, warmup: int, init: dict) -> 
     for i, b in enumerate(batches):
         t = time.perf_counter()
         logits = model(b["src"], b["tgt_in"])
-        loss = F.cross_entropy(logits.flatten(0, 1), b["tgt_out"].flatten(), ignore_index=PAD, label_smoothing=0.1,
-                               reduction="sum") / (b["tgt_out"] != PAD).sum()
+        loss = (
+            F.cross_entropy(
+                logits.flatten(0, 1), b["tgt_out"].flatten(), ignore_index=PAD, label_smoothing=0.1, reduction="sum"
+            )
+            / (b["tgt_out"] != PAD).sum()
+        )
         del logits
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -117,18 +130,25 @@ def main() -> None:
     cfg = {"n_layers": args.layers, "d_model": args.d_model, "d_ff": 4 * args.d_model, "n_heads": 4, "dropout": 0.1}
     from ablate.model.build import build_model
 
-    init = build_model(cfg, args.vocab).state_dict()
+    init = build_model(model_section(cfg), args.vocab).state_dict()
     batches = make_batches(args.warmup + args.steps, args.tokens, args.vocab, args.mean_len)
     timed = batches[args.warmup :]
     tgt_tokens = sum(int((b["tgt_out"] != PAD).sum()) for b in timed)
     flops = sum(
-        train_flops(cfg, args.vocab, int((b["src"] != PAD).sum()), int((b["tgt_out"] != PAD).sum()),
-                    src_len=float((b["src"] != PAD).sum(1).float().mean()),
-                    tgt_len=float((b["tgt_out"] != PAD).sum(1).float().mean()))
+        train_flops(
+            model_section(cfg),
+            args.vocab,
+            int((b["src"] != PAD).sum()),
+            int((b["tgt_out"] != PAD).sum()),
+            src_len=float((b["src"] != PAD).sum(1).float().mean()),
+            tgt_len=float((b["tgt_out"] != PAD).sum(1).float().mean()),
+        )
         for b in timed
     )
-    print(f"model d_model={args.d_model} layers={args.layers}+{args.layers} vocab={args.vocab}; "
-          f"{args.steps} timed steps of ~{args.tokens} target tokens; torch threads {torch.get_num_threads()}")
+    print(
+        f"model d_model={args.d_model} layers={args.layers}+{args.layers} vocab={args.vocab}; "
+        f"{args.steps} timed steps of ~{args.tokens} target tokens; torch threads {torch.get_num_threads()}"
+    )
     peak_before = matmul_peak()
     # Interleaved, best of --repeats each: on a shared machine the load drifts between contenders.
     t_plain = t_light = float("inf")

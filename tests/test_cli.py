@@ -36,8 +36,13 @@ def test_help_does_not_import_lightning() -> None:
 def test_variants_lists_model_registries(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["variants"]) == 0
     out = capsys.readouterr().out
-    for kind, name in (("positional", "sinusoidal"), ("positional", "learned"), ("attention", "mha"),
-                       ("norm", "layernorm"), ("ffn", "relu")):
+    for kind, name in (
+        ("positional", "sinusoidal"),
+        ("positional", "learned"),
+        ("attention", "mha"),
+        ("norm", "layernorm"),
+        ("ffn", "relu"),
+    ):
         assert f"{kind}:" in out
         assert f"  {name} " in out
 

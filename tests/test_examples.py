@@ -15,7 +15,10 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_rope_example_sweep_validates_and_dry_runs() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "ablate", "sweep", "examples/rope-sweep.yaml", "--dry-run", "--json"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     trials = json.loads(proc.stdout)

@@ -15,7 +15,9 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 def _block(name: str) -> str:
     out = subprocess.run(
         [sys.executable, str(ROOT / ".ci" / "readme_block.py"), str(ROOT / "README.md"), name],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     return out
 

@@ -2,7 +2,8 @@
 
 ``prepare_data(data_cfg)`` (ablate/data/prepare.py) turns a corpus into a cached prepared folder;
 ``TranslationDataModule`` (ablate/data/datamodule.py, the only module here that imports Lightning)
-serves it to a Trainer. Names are resolved lazily so importing ablate.data stays cheap.
+serves it to a Trainer. Corpora register in ablate/data/registry.py (torch-free; ablate/data/catalog.py
+imports every shipped corpus). Names are resolved lazily so importing ablate.data stays cheap.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ _EXPORTS = {
     "TokenBucketBatchSampler": "ablate.data.batching",
     "Tokenizer": "ablate.data.tokenizer",
     "Shard": "ablate.data.shards",
-    "CORPORA": "ablate.data.corpora",
+    "CORPORA": "ablate.data.catalog",
+    "Corpus": "ablate.data.registry",
+    "build_corpus": "ablate.data.catalog",
     "DataError": "ablate.data.errors",
-    "PAD_ID": "ablate.data.tokenizer",
-    "UNK_ID": "ablate.data.tokenizer",
-    "BOS_ID": "ablate.data.tokenizer",
-    "EOS_ID": "ablate.data.tokenizer",
+    "PAD_ID": "ablate.data.special",
+    "UNK_ID": "ablate.data.special",
+    "BOS_ID": "ablate.data.special",
+    "EOS_ID": "ablate.data.special",
 }
 
 __all__ = sorted(_EXPORTS)

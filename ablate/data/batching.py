@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ablate.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from ablate.data.special import BOS_ID, EOS_ID, PAD_ID
 
 
 def _boundaries(s_sorted: np.ndarray, t_sorted: np.ndarray, max_tokens: int) -> np.ndarray:

@@ -1,13 +1,12 @@
-"""The corpus registry: each corpus gives train / valid / test splits of raw sentence pairs.
-
-``CORPORA.build({"name": ..., "args": data.args}, root=data.root, src_lang=..., tgt_lang=...,
-cache_dir=...)`` returns a :class:`Corpus`. Corpora backed by files are read as streams and checked
-line by line: missing files, sides with different line counts (the first line where they diverge),
-empty lines and non-UTF-8 bytes each raise a one-line :class:`DataError` naming the file and line.
+"""The corpora ablate ships (but the paper's, in ablate/data/wmt14.py) and the strict parallel-text reader.
 
 Registered here: ``builtin`` (synthetic, offline, see ablate/data/builtin.py), ``textfiles`` (any local
-parallel files), ``multi30k`` (Elliott et al., 2016; downloaded or from ``root``) and, in
-ablate/data/wmt14.py, ``wmt14_en_de`` (the paper's corpus).
+parallel files) and ``multi30k`` (Elliott et al., 2016; downloaded or from ``root``). Each declares its
+``data.args`` options (checked when the config is loaded, see ablate/data/registry.py).
+
+Corpora backed by files are read as streams and checked line by line: missing files, sides with
+different line counts (the first line where they diverge), empty lines and non-UTF-8 bytes each raise
+a one-line :class:`DataError` naming the file and line.
 """
 
 from __future__ import annotations
@@ -15,11 +14,9 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import hashlib
-import inspect
 import json
 import os
 import uuid
-from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from itertools import zip_longest
 from pathlib import Path
@@ -30,32 +27,9 @@ from filelock import FileLock
 from ablate.data import builtin
 from ablate.data.download import fetch, gunzip, sha256_file
 from ablate.data.errors import DataError
-from ablate.registry import Registry
+from ablate.data.registry import CORPORA, SPLITS, Corpus, Option, SplitFiles
 
-CORPORA: Registry[Any] = Registry("corpus", "parallel corpora (data.corpus; options in data.args)")
-
-SPLITS = ("train", "valid", "test")
-
-
-class Corpus(ABC):
-    """Named splits of raw (source, target) sentence pairs, streamed."""
-
-    name: str
-
-    @abstractmethod
-    def split_names(self) -> list[str]:
-        """The splits this corpus provides; always includes train."""
-
-    @abstractmethod
-    def identity(self, cache_dir: Path) -> dict[str, Any]:
-        """What determines the pairs (content hashes or generator settings): part of the cache key."""
-
-    @abstractmethod
-    def pairs(self, split: str) -> Iterator[tuple[str, str]]:
-        """Stream the pairs of ``split``, validated."""
-
-    def describe(self) -> str:
-        return self.name
+__all__ = ["CORPORA", "Corpus", "FileCorpus", "GeneratedCorpus", "Multi30k", "TextFiles", "read_parallel"]
 
 
 class FileCorpus(Corpus):
@@ -90,30 +64,6 @@ class FileCorpus(Corpus):
     def describe(self) -> str:
         src, _ = self.files["train"]
         return f"{self.name} ({src.parent})"
-
-
-class GeneratedCorpus(Corpus):
-    """The synthetic language pair of ablate/data/builtin.py."""
-
-    name = "builtin"
-
-    def __init__(self, opts: builtin.Options) -> None:
-        self.opts = opts
-        self._lexicon: builtin.Lexicon | None = None
-
-    def split_names(self) -> list[str]:
-        return list(SPLITS)
-
-    def identity(self, cache_dir: Path) -> dict[str, Any]:
-        return {"corpus": self.name, "grammar": builtin.GRAMMAR_VERSION, "options": dataclasses.asdict(self.opts)}
-
-    def pairs(self, split: str) -> Iterator[tuple[str, str]]:
-        if self._lexicon is None:
-            self._lexicon = builtin.build_lexicon(self.opts)
-        return builtin.generate(self.opts, split, self._lexicon)
-
-    def describe(self) -> str:
-        return f"builtin (seed {self.opts.seed})"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -180,47 +130,68 @@ def file_hash(path: Path, cache_dir: Path) -> str:
 
 
 @CORPORA.register("builtin")
-def builtin_corpus(
-    root: str | None = None, src_lang: str = "en", tgt_lang: str = "de", cache_dir: Path | None = None, **args: Any
-) -> Corpus:
+class GeneratedCorpus(Corpus):
     """Synthetic language pair (offline, deterministic): agreement, V2, verb-final clauses, compounds."""
-    fields = {f.name for f in dataclasses.fields(builtin.Options)}
-    unknown = sorted(set(args) - fields)
-    if unknown:
-        raise DataError(
-            f"data.args.{unknown[0]}: not an option of the builtin corpus (valid: {', '.join(sorted(fields))})"
-        )
-    for key, value in args.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < (0 if key == "seed" else 1):
-            raise DataError(f"data.args.{key}: must be a positive integer, got {value!r}")
-    return GeneratedCorpus(builtin.Options(**args))
+
+    name = "builtin"
+    options = {
+        f.name: Option(int, f.default, minimum=0 if f.name == "seed" else 1)
+        for f in dataclasses.fields(builtin.Options)
+    }
+
+    def __init__(self, opts: builtin.Options) -> None:
+        self.opts = opts
+        self._lexicon: builtin.Lexicon | None = None
+
+    @classmethod
+    def open(cls, options: dict[str, Any], **_where: Any) -> Corpus:  # generated: root, languages unused
+        return cls(builtin.Options(**options))
+
+    def split_names(self) -> list[str]:
+        return list(SPLITS)
+
+    def identity(self, cache_dir: Path) -> dict[str, Any]:
+        return {"corpus": self.name, "grammar": builtin.GRAMMAR_VERSION, "options": dataclasses.asdict(self.opts)}
+
+    def pairs(self, split: str) -> Iterator[tuple[str, str]]:
+        if self._lexicon is None:
+            self._lexicon = builtin.build_lexicon(self.opts)
+        return builtin.generate(self.opts, split, self._lexicon)
+
+    def describe(self) -> str:
+        return f"builtin (seed {self.opts.seed})"
 
 
-def _split_files(spec: Any, split: str, base: Path, src_lang: str, tgt_lang: str) -> tuple[Path, Path]:
+def _split_files(spec: Any, base: Path, src_lang: str, tgt_lang: str) -> tuple[Path, Path]:
     """A split given as a prefix (``data/train`` -> data/train.en, data/train.de), [src, tgt] or {src, tgt}."""
     if isinstance(spec, str):
         prefix = base / spec
         return prefix.with_name(f"{prefix.name}.{src_lang}"), prefix.with_name(f"{prefix.name}.{tgt_lang}")
-    if isinstance(spec, Mapping) and set(spec) == {"src", "tgt"}:
+    if isinstance(spec, Mapping):
         return base / str(spec["src"]), base / str(spec["tgt"])
-    if isinstance(spec, list | tuple) and len(spec) == 2:
-        return base / str(spec[0]), base / str(spec[1])
-    raise DataError(
-        f"data.args.{split}: give a file prefix (train -> train.{src_lang}, train.{tgt_lang}), "
-        f"[source file, target file] or {{src: ..., tgt: ...}}; got {spec!r}"
-    )
+    return base / str(spec[0]), base / str(spec[1])
 
 
 @CORPORA.register("textfiles")
-def textfiles_corpus(
-    root: str | None = None, src_lang: str = "en", tgt_lang: str = "de", cache_dir: Path | None = None, **args: Any
-) -> Corpus:
+class TextFiles(FileCorpus):
     """Local parallel files: data.args = {train: PREFIX | [src, tgt], valid: ..., test: ...}, relative to root."""
-    base = Path(root) if root else Path.cwd()
-    if "train" not in args:
-        raise DataError("data.args.train: the textfiles corpus needs a train split (e.g. data.args.train=corpus/train)")
-    files = {split: _split_files(spec, split, base, src_lang, tgt_lang) for split, spec in args.items()}
-    return FileCorpus("textfiles", files)
+
+    options = {
+        "train": Option(SplitFiles, help="training files", required=True),
+        "valid": Option(SplitFiles, help="dev files"),
+        "test": Option(SplitFiles, help="test files"),
+    }
+    extra_option = Option(SplitFiles, help="any other name is one more split")
+
+    @classmethod
+    def split_names_for(cls, options: Mapping[str, Any]) -> list[str]:
+        return list(options)
+
+    @classmethod
+    def open(cls, options: dict[str, Any], *, root: str | None, src_lang: str, tgt_lang: str, **_where: Any) -> Corpus:
+        base = Path(root) if root else Path.cwd()
+        files = {split: _split_files(spec, base, src_lang, tgt_lang) for split, spec in options.items()}
+        return cls("textfiles", files)
 
 
 MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{name}.{lang}.gz"
@@ -245,69 +216,53 @@ MULTI30K_SHA256 = {
 
 
 @CORPORA.register("multi30k")
-def multi30k_corpus(
-    root: str | None = None,
-    src_lang: str = "en",
-    tgt_lang: str = "de",
-    cache_dir: Path | None = None,
-    download: bool = True,
-    progress: bool = False,
-) -> Corpus:
+class Multi30k(FileCorpus):
     """Multi30k task 1 (29,000 / 1,014 / 1,000 pairs): root=<folder with train.en ...> or a verified download."""
-    langs = {src_lang, tgt_lang}
-    if not langs <= {"en", "de", "fr", "cs"} or src_lang == tgt_lang:
-        raise DataError(f"data.src_lang/tgt_lang: multi30k has en, de, fr, cs; got {src_lang}-{tgt_lang}")
-    if root:
-        base = Path(root)
-        files = {}
-        for split, (_, local) in MULTI30K_SPLITS.items():
-            pair = (base / f"{local}.{src_lang}", base / f"{local}.{tgt_lang}")
-            if split in SPLITS or all(p.is_file() for p in pair):  # test2017 is optional
-                files[split] = pair
-        return FileCorpus("multi30k", files)
-    if cache_dir is None or not download:
-        raise DataError("multi30k: no data.root given and downloads are off; set data.root=<folder with train.en ...>")
-    folder = Path(cache_dir) / "downloads" / "multi30k"
-    files = {}
-    for split, (remote, local) in MULTI30K_SPLITS.items():
-        pair = []
-        for lang in (src_lang, tgt_lang):
-            dest = folder / f"{local}.{lang}"
-            with FileLock(str(dest) + ".get.lock"):
-                if not dest.exists():
-                    gz = fetch(
-                        MULTI30K_URL.format(name=remote, lang=lang), folder / f"{remote}.{lang}.gz", progress=progress
-                    )
-                    gunzip(gz, dest, MULTI30K_SHA256.get(f"{local}.{lang}"))
-                    gz.unlink(missing_ok=True)
-            pair.append(dest)
-        files[split] = (pair[0], pair[1])
-    return FileCorpus("multi30k", files)
 
+    options = {"download": Option(bool, True, "download the files when data.root is not given")}
+    splits = (*SPLITS, "test2017")
 
-def build_corpus(
-    name: str,
-    args: Mapping[str, Any],
-    root: str | None,
-    src_lang: str,
-    tgt_lang: str,
-    cache_dir: Path,
-    progress: bool = False,
-) -> Corpus:
-    """Look up ``name`` (unknown -> RegistryError listing the corpora) and build it with ``args``."""
-    factory = CORPORA.get(name)
-    params = inspect.signature(factory).parameters
-    kwargs: dict[str, Any] = {"root": root, "src_lang": src_lang, "tgt_lang": tgt_lang, "cache_dir": cache_dir}
-    if "progress" in params:
-        kwargs["progress"] = progress
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    for key in args:
-        if key in kwargs or (not takes_any and key not in params):
-            valid = sorted(k for k, p in params.items() if k not in kwargs and p.kind is not p.VAR_KEYWORD)
+    @classmethod
+    def open(
+        cls,
+        options: dict[str, Any],
+        *,
+        root: str | None,
+        src_lang: str,
+        tgt_lang: str,
+        cache_dir: Path | None,
+        progress: bool = False,
+    ) -> Corpus:
+        langs = {src_lang, tgt_lang}
+        if not langs <= {"en", "de", "fr", "cs"} or src_lang == tgt_lang:
+            raise DataError(f"data.src_lang/tgt_lang: multi30k has en, de, fr, cs; got {src_lang}-{tgt_lang}")
+        if root:
+            base = Path(root)
+            files = {}
+            for split, (_, local) in MULTI30K_SPLITS.items():
+                pair = (base / f"{local}.{src_lang}", base / f"{local}.{tgt_lang}")
+                if split in SPLITS or all(p.is_file() for p in pair):  # test2017 is optional
+                    files[split] = pair
+            return cls("multi30k", files)
+        if cache_dir is None or not options.get("download", True):
             raise DataError(
-                f"data.args.{key}: not an option of the {name} corpus (valid: {', '.join(valid) or 'none'})"
+                "multi30k: no data.root given and downloads are off; set data.root=<folder with train.en ...>"
             )
-    return factory(**kwargs, **dict(args))
+        folder = Path(cache_dir) / "downloads" / "multi30k"
+        files = {split: _fetch_pair(folder, remote, local, (src_lang, tgt_lang), progress)
+                 for split, (remote, local) in MULTI30K_SPLITS.items()}  # fmt: skip
+        return cls("multi30k", files)
 
 
-from ablate.data import wmt14  # noqa: E402,F401 - registers wmt14_en_de (it needs CORPORA defined above)
+def _fetch_pair(folder: Path, remote: str, local: str, langs: tuple[str, str], progress: bool) -> tuple[Path, Path]:
+    pair = []
+    for lang in langs:
+        dest = folder / f"{local}.{lang}"
+        with FileLock(str(dest) + ".get.lock"):
+            if not dest.exists():
+                url = MULTI30K_URL.format(name=remote, lang=lang)
+                gz = fetch(url, folder / f"{remote}.{lang}.gz", progress=progress)
+                gunzip(gz, dest, MULTI30K_SHA256.get(f"{local}.{lang}"))
+                gz.unlink(missing_ok=True)
+        pair.append(dest)
+    return pair[0], pair[1]

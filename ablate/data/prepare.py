@@ -25,15 +25,17 @@ import shutil
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import sentencepiece as spm
 
 from ablate.data.batching import TokenBucketBatchSampler, padding_stats
-from ablate.data.corpora import Corpus, build_corpus
+from ablate.data.catalog import build_corpus
 from ablate.data.errors import DataError
+from ablate.data.registry import Corpus
 from ablate.data.shards import Shard, ShardWriter
 from ablate.data.tokenizer import TRAINER_SETTINGS, Tokenizer, train_tokenizer
 
@@ -42,10 +44,20 @@ CHUNK = 20_000  # pairs encoded at a time
 SAMPLE_SEED = 0x5EED  # the tokenizer sample is a function of the corpus alone
 
 
-def cache_root(data_cfg: Any = None) -> Path:
-    """``data.cache_dir``, else ``$ABLATE_CACHE``, else ``~/.cache/ablate``."""
-    explicit = getattr(data_cfg, "cache_dir", None) if data_cfg is not None else None
-    return Path(explicit or os.environ.get("ABLATE_CACHE") or Path.home() / ".cache" / "ablate").expanduser()
+def cache_root(cache_dir: str | Path | None = None) -> Path:
+    """``cache_dir`` (data.cache_dir), else ``$ABLATE_CACHE``, else ``~/.cache/ablate``."""
+    return Path(cache_dir or os.environ.get("ABLATE_CACHE") or Path.home() / ".cache" / "ablate").expanduser()
+
+
+@dataclass(frozen=True)
+class TokenSettings:
+    """What, besides the corpus, determines a prepared folder's bytes (all of it is in the cache key)."""
+
+    vocab_size: int  # shared BPE vocabulary size
+    tokenizer_sample: int  # at most this many sentences train the tokenizer
+    max_len: int  # train pairs longer than this many subwords on either side are dropped
+    src_lang: str
+    tgt_lang: str
 
 
 def _log(progress: bool, msg: str) -> None:
@@ -137,46 +149,66 @@ class Prepared:
         return lines
 
 
-def cache_key(identity: dict[str, Any], data_cfg: Any) -> str:
-    settings = {
+def cache_key(identity: dict[str, Any], settings: TokenSettings) -> str:
+    blob_settings = {
         "format": FORMAT_VERSION,
-        "vocab_size": int(data_cfg.vocab_size),
-        "tokenizer_sample": int(data_cfg.tokenizer_sample),
-        "max_len": int(data_cfg.max_len),
-        "src_lang": str(data_cfg.src_lang),
-        "tgt_lang": str(data_cfg.tgt_lang),
+        **asdict(settings),
         "sentencepiece": spm.__version__,
         "trainer": TRAINER_SETTINGS,
     }
-    blob = json.dumps({"corpus": identity, "settings": settings}, sort_keys=True, default=str)
+    blob = json.dumps({"corpus": identity, "settings": blob_settings}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def prepare_data(data_cfg: Any, progress: bool = True) -> Prepared:
-    """Prepare (or reuse) the corpus that ``data_cfg`` names; see the module docstring."""
-    from filelock import FileLock
+    """Prepare (or reuse) the corpus that a loaded ``data`` section names; see the module docstring.
 
-    t0 = time.perf_counter()
-    root = cache_root(data_cfg)
-    args = dict(data_cfg.args or {})
+    The only reader of the data section here: everything below receives plain values.
+    """
+    cache = cache_root(data_cfg.cache_dir)
     corpus = build_corpus(
         str(data_cfg.corpus),
-        args,
+        _plain(data_cfg.args),
         data_cfg.root,
         str(data_cfg.src_lang),
         str(data_cfg.tgt_lang),
-        root,
+        cache,
         progress=progress,
     )
-    names = corpus.split_names()
-    for key in ("valid_split", "test_split"):
-        value = getattr(data_cfg, key, None)
-        if value is not None and value not in names:
-            raise DataError(f"data.{key}: corpus {corpus.name} has no split {value!r} (has: {', '.join(names)})")
-    key = cache_key(corpus.identity(root), data_cfg)
-    parent = root / "prepared"
+    settings = TokenSettings(
+        vocab_size=int(data_cfg.vocab_size),
+        tokenizer_sample=int(data_cfg.tokenizer_sample),
+        max_len=int(data_cfg.max_len),
+        src_lang=str(data_cfg.src_lang),
+        tgt_lang=str(data_cfg.tgt_lang),
+    )
+    splits = {"data.valid_split": str(data_cfg.valid_split), "data.test_split": str(data_cfg.test_split)}
+    return prepare(corpus, settings, cache, need_splits=splits, max_tokens=int(data_cfg.max_tokens), progress=progress)
+
+
+def _plain(args: Any) -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(args, resolve=True) if OmegaConf.is_config(args) else dict(args or {})  # type: ignore[return-value]
+
+
+def prepare(
+    corpus: Corpus,
+    settings: TokenSettings,
+    cache: Path,
+    *,
+    need_splits: dict[str, str] | None = None,
+    max_tokens: int | None = None,
+    progress: bool = True,
+) -> Prepared:
+    """Prepare ``corpus`` under ``cache`` (or reuse it); ``need_splits``: config key -> a split that must exist."""
+    from filelock import FileLock
+
+    t0 = time.perf_counter()
+    _require_splits(corpus, (need_splits or {}).items())
+    key = cache_key(corpus.identity(cache), settings)
+    parent = cache / "prepared"
     final = parent / f"{corpus.name}-{key}"
-    max_tokens = getattr(data_cfg, "max_tokens", None)
     if (final / "meta.json").is_file():
         return Prepared(final, cache_hit=True, elapsed_s=time.perf_counter() - t0, max_tokens=max_tokens)
     parent.mkdir(parents=True, exist_ok=True)
@@ -187,7 +219,7 @@ def prepare_data(data_cfg: Any, progress: bool = True) -> Prepared:
             shutil.rmtree(stale, ignore_errors=True)
         tmp = parent / f".tmp-{final.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         try:
-            _build(corpus, data_cfg, key, tmp, progress, t0)
+            _build(corpus, settings, key, tmp, cache, progress, t0)
             if final.exists():  # an incomplete folder (no meta.json) from an older layout
                 shutil.rmtree(final)
             os.rename(tmp, final)
@@ -197,6 +229,14 @@ def prepare_data(data_cfg: Any, progress: bool = True) -> Prepared:
     prepared = Prepared(final, cache_hit=False, elapsed_s=time.perf_counter() - t0, max_tokens=max_tokens)
     _log(progress, f"prepared {corpus.describe()} in {prepared.elapsed_s:.1f} s -> {final}")
     return prepared
+
+
+def _require_splits(corpus: Corpus, needed: Iterable[tuple[str, str]]) -> None:
+    """A split the config names but the opened corpus lacks (e.g. an optional file that is not there)."""
+    names = corpus.split_names()
+    for key, split in needed:
+        if split not in names:
+            raise DataError(f"{key}: corpus {corpus.name} has no split {split!r} (has: {', '.join(names)})")
 
 
 def _write_raw(corpus: Corpus, split: str, folder: Path, sample: list[str] | None, sample_size: int) -> int:
@@ -238,23 +278,23 @@ def _read_chunks(folder: Path, split: str) -> Iterator[tuple[int, list[str], lis
             start += len(src)
 
 
-def _build(corpus: Corpus, data_cfg: Any, key: str, tmp: Path, progress: bool, t0: float) -> None:
+def _build(
+    corpus: Corpus, settings: TokenSettings, key: str, tmp: Path, cache: Path, progress: bool, t0: float
+) -> None:
     raw = tmp / "raw"
     raw.mkdir(parents=True)
     sample: list[str] = []
     counts: dict[str, int] = {}
     for split in corpus.split_names():
         _log(progress, f"reading {corpus.describe()} {split}")
-        counts[split] = _write_raw(
-            corpus, split, raw, sample if split == "train" else None, int(data_cfg.tokenizer_sample)
-        )
+        counts[split] = _write_raw(corpus, split, raw, sample if split == "train" else None, settings.tokenizer_sample)
         if counts[split] == 0:
             raise DataError(
                 f"corpus {corpus.describe()}: split {split} is empty (no sentence pairs); "
                 f"check the files (or data.args sizes)"
             )
-    _log(progress, f"training a {data_cfg.vocab_size}-piece BPE tokenizer on {len(sample):,} sentences")
-    model = train_tokenizer(sample, int(data_cfg.vocab_size), source=f"train split of {corpus.describe()}")
+    _log(progress, f"training a {settings.vocab_size}-piece BPE tokenizer on {len(sample):,} sentences")
+    model = train_tokenizer(sample, settings.vocab_size, source=f"train split of {corpus.describe()}")
     n_sample = len(sample)
     del sample
     (tmp / "tokenizer.model").write_bytes(model)
@@ -263,26 +303,24 @@ def _build(corpus: Corpus, data_cfg: Any, key: str, tmp: Path, progress: bool, t
     for split in corpus.split_names():
         _log(progress, f"encoding {split} ({counts[split]:,} pairs)")
         # Only train drops long pairs: dev/test keep every sentence so BLEU covers the whole set.
-        writer = ShardWriter(
-            tmp / "shards" / split, tok.vocab_size, int(data_cfg.max_len) if split == "train" else None
-        )
+        writer = ShardWriter(tmp / "shards" / split, tok.vocab_size, settings.max_len if split == "train" else None)
         for start, src, tgt in _read_chunks(raw, split):
             writer.add(range(start, start + len(src)), tok.encode_batch(src), tok.encode_batch(tgt))
         splits[split] = writer.close()
         if split == "train" and writer.n == 0:
-            raise DataError(f"data.max_len={data_cfg.max_len}: every train pair is longer; raise data.max_len")
+            raise DataError(f"data.max_len={settings.max_len}: every train pair is longer; raise data.max_len")
     meta = {
         "key": key,
         "format": FORMAT_VERSION,
         "corpus": corpus.name,
         "corpus_description": corpus.describe(),
-        "identity": corpus.identity(cache_root(data_cfg)),
-        "src_lang": str(data_cfg.src_lang),
-        "tgt_lang": str(data_cfg.tgt_lang),
+        "identity": corpus.identity(cache),
+        "src_lang": settings.src_lang,
+        "tgt_lang": settings.tgt_lang,
         "vocab_size": tok.vocab_size,
-        "tokenizer_sample": int(data_cfg.tokenizer_sample),
+        "tokenizer_sample": settings.tokenizer_sample,
         "tokenizer_sentences": n_sample,
-        "max_len": int(data_cfg.max_len),
+        "max_len": settings.max_len,
         "splits": splits,
         "sentencepiece": spm.__version__,
         "prepare_time_s": round(time.perf_counter() - t0, 3),

@@ -4,8 +4,8 @@ The paper encodes WMT 2014 en-de with byte-pair encoding and a shared vocabulary
 ablate trains one SentencePiece BPE model on a sample of both sides of the training split, fully in
 memory, with fixed settings so the same sentences always give the byte-identical model.
 
-Special ids are fixed in every model ablate trains (the contract in docs/architecture.md):
-PAD=0, UNK=1, BOS=2, EOS=3. Normalization is ``identity`` so that decoding gives back the raw text
+Special ids are fixed in every model ablate trains (ablate/data/special.py): PAD=0, UNK=1, BOS=2,
+EOS=3. Normalization is ``identity`` so that decoding gives back the raw text
 (up to collapsed whitespace) and BLEU is computed against the untouched references.
 """
 
@@ -19,12 +19,9 @@ from pathlib import Path
 import sentencepiece as spm
 
 from ablate.data.errors import DataError
+from ablate.data.special import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS, UNK_ID
 
-PAD_ID = 0
-UNK_ID = 1
-BOS_ID = 2
-EOS_ID = 3
-SPECIAL_IDS = frozenset((PAD_ID, UNK_ID, BOS_ID, EOS_ID))
+__all__ = ["BOS_ID", "EOS_ID", "PAD_ID", "SPECIAL_IDS", "UNK_ID", "Tokenizer", "train_tokenizer"]
 
 # Fixed, machine-independent settings: SentencePiece is byte-identical for the same inputs and
 # thread count (STACK-NOTES), so the thread count is a constant, never os.cpu_count().
@@ -99,10 +96,6 @@ class Tokenizer:
 
     def decode_batch(self, batch: Sequence[Sequence[int]]) -> list[str]:
         return [self.decode(ids) for ids in batch]
-
-    def pieces(self, text: str) -> list[str]:
-        """Subword strings of ``text`` (for inspection and tests)."""
-        return list(self._sp.encode(text, out_type=str))
 
     def id_to_piece(self, i: int) -> str:
         return str(self._sp.id_to_piece(int(i)))

@@ -11,7 +11,8 @@ assembled files pass the strict reader of ablate/data/corpora.py.
 ``data.root`` may hold either the assembled plain files (``train.{en,de}``, ``newstest2013.{en,de}``,
 ``newstest2014.{en,de}``) or the downloaded archives under their original names; files present there
 take precedence over downloads. No checksums are pinned for these archives (the statmt.org files are
-not published with them); archive integrity is checked by reading them in full.
+not published with them); archive integrity is checked by reading them in full. The corpus takes no
+``data.args`` options.
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ import shutil
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from filelock import FileLock
 
-from ablate.data.corpora import CORPORA, Corpus, FileCorpus
+from ablate.data.corpora import FileCorpus
 from ablate.data.download import fetch
 from ablate.data.errors import DataError
+from ablate.data.registry import CORPORA, Corpus
 
 # (archive URL, basename suffix of the English member, of the German member)
 TRAIN_SOURCES = [
@@ -160,45 +161,56 @@ def _archive(url: str, root: Path | None, folder: Path, progress: bool) -> Path:
 
 
 @CORPORA.register("wmt14_en_de")
-def wmt14_corpus(
-    root: str | None = None,
-    src_lang: str = "en",
-    tgt_lang: str = "de",
-    cache_dir: Path | None = None,
-    progress: bool = False,
-    **_unused: Any,
-) -> Corpus:
+class Wmt14EnDe(FileCorpus):
     """WMT 2014 en-de (~4.5M pairs; newstest2013 dev, newstest2014 test): downloaded, or from root."""
-    if _unused:
-        raise DataError(f"data.args.{sorted(_unused)[0]}: the wmt14_en_de corpus takes no options")
-    if {src_lang, tgt_lang} != {"en", "de"}:
-        raise DataError(f"data.src_lang/tgt_lang: wmt14_en_de is en-de (either direction); got {src_lang}-{tgt_lang}")
-    base = Path(root) if root else None
-    names = {"train": "train", "valid": "newstest2013", "test": "newstest2014"}
-    if base is not None and all((base / f"{n}.{lang}").is_file() for n in names.values() for lang in ("en", "de")):
-        return _oriented(base, names, src_lang, tgt_lang)
-    if cache_dir is None:
-        raise DataError("wmt14_en_de: no data.root with train/newstest2013/newstest2014 .en/.de files and no cache")
-    folder = Path(cache_dir) / "downloads" / "wmt14_en_de"
-    folder.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(folder / "assemble.lock")):
-        for split, name in names.items():
-            if base is not None and all((base / f"{name}.{lang}").is_file() for lang in ("en", "de")):
-                for lang in ("en", "de"):  # a plain file in root wins over a download
-                    if not (folder / f"{name}.{lang}").exists():
-                        shutil.copyfile(base / f"{name}.{lang}", folder / f".{name}.{lang}.tmp")
-                        os.replace(folder / f".{name}.{lang}.tmp", folder / f"{name}.{lang}")
-                continue
-            if split == "train":
-                archives = [(_archive(u, base, folder, progress), en, de) for u, en, de in TRAIN_SOURCES]
-                assemble_train(archives, folder)
-            else:
-                url, en, de = DEV_SOURCE if split == "valid" else TEST_SOURCE
-                _plain_pair(folder, name, _archive(url, base, folder, progress), (en, de), sgm=split == "test")
-    return _oriented(folder, names, src_lang, tgt_lang)
+
+    @classmethod
+    def open(
+        cls,
+        options: dict[str, object],
+        *,
+        root: str | None,
+        src_lang: str,
+        tgt_lang: str,
+        cache_dir: Path | None,
+        progress: bool = False,
+    ) -> Corpus:
+        if {src_lang, tgt_lang} != {"en", "de"}:
+            raise DataError(
+                f"data.src_lang/tgt_lang: wmt14_en_de is en-de (either direction); got {src_lang}-{tgt_lang}"
+            )
+        base = Path(root) if root else None
+        if base is not None and all((base / f"{n}.{lang}").is_file() for n in NAMES.values() for lang in ("en", "de")):
+            return cls._oriented(base, src_lang, tgt_lang)
+        if cache_dir is None:
+            raise DataError("wmt14_en_de: no data.root with train/newstest2013/newstest2014 .en/.de files and no cache")
+        folder = Path(cache_dir) / "downloads" / "wmt14_en_de"
+        folder.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(folder / "assemble.lock")):
+            for split, name in NAMES.items():
+                _assemble_split(split, name, base, folder, progress)
+        return cls._oriented(folder, src_lang, tgt_lang)
+
+    @classmethod
+    def _oriented(cls, folder: Path, src_lang: str, tgt_lang: str) -> FileCorpus:
+        files = {s: (folder / f"{n}.{src_lang}", folder / f"{n}.{tgt_lang}") for s, n in NAMES.items()}
+        return cls("wmt14_en_de", files)
 
 
-def _oriented(folder: Path, names: dict[str, str], src_lang: str, tgt_lang: str) -> FileCorpus:
-    return FileCorpus(
-        "wmt14_en_de", {s: (folder / f"{n}.{src_lang}", folder / f"{n}.{tgt_lang}") for s, n in names.items()}
-    )
+NAMES = {"train": "train", "valid": "newstest2013", "test": "newstest2014"}  # split -> file name stem
+
+
+def _assemble_split(split: str, name: str, base: Path | None, folder: Path, progress: bool) -> None:
+    """Put ``folder/<name>.{en,de}`` in place: copied from root, or downloaded and extracted."""
+    if base is not None and all((base / f"{name}.{lang}").is_file() for lang in ("en", "de")):
+        for lang in ("en", "de"):  # a plain file in root wins over a download
+            if not (folder / f"{name}.{lang}").exists():
+                shutil.copyfile(base / f"{name}.{lang}", folder / f".{name}.{lang}.tmp")
+                os.replace(folder / f".{name}.{lang}.tmp", folder / f"{name}.{lang}")
+        return
+    if split == "train":
+        archives = [(_archive(u, base, folder, progress), en, de) for u, en, de in TRAIN_SOURCES]
+        assemble_train(archives, folder)
+    else:
+        url, en, de = DEV_SOURCE if split == "valid" else TEST_SOURCE
+        _plain_pair(folder, name, _archive(url, base, folder, progress), (en, de), sgm=split == "test")

@@ -2,16 +2,19 @@
 
 Importing this package fills the model registries (``positional``, ``attention``, ``norm``, ``ffn``)
 and never imports Lightning. Entry points: :func:`build_model`, :func:`count_parameters`,
-:func:`train_flops` (ablate/model/build.py, the only code that reads the ``model`` config section).
+:func:`train_flops` (ablate/model/build.py, the only code that reads the ``model`` config section;
+they take the section as loaded by ablate.config). The registries are defined in their slot's module;
+ablate/model/slots.py maps slot kinds to them.
 """
 
 from __future__ import annotations
 
 from ablate.model.attention import ATTENTION, MultiHeadAttention
-from ablate.model.build import build_model, count_parameters, resolve_model_config, train_flops
+from ablate.model.build import build_model, count_parameters, train_flops
 from ablate.model.ffn import FFN, ReluFFN
 from ablate.model.norm import NORM, LayerNorm
 from ablate.model.positional import POSITIONAL, LearnedPositional, PositionalEncoding, SinusoidalPositional
+from ablate.model.slots import SLOT_REGISTRIES
 from ablate.model.transformer import DecoderCache, DecoderLayer, EncoderLayer, Transformer
 
 __all__ = [
@@ -26,11 +29,11 @@ __all__ = [
     "LearnedPositional",
     "MultiHeadAttention",
     "PositionalEncoding",
+    "SLOT_REGISTRIES",
     "ReluFFN",
     "SinusoidalPositional",
     "Transformer",
     "build_model",
     "count_parameters",
-    "resolve_model_config",
     "train_flops",
 ]

@@ -3,9 +3,13 @@
 This is the only code that reads model config (Table 3's knobs: N, d_model, d_ff, h, d_k, d_v,
 P_drop, positional encoding). Modules below receive built children and plain numbers.
 
+Every function here takes one shape: the ``model`` section of a loaded config (``load_config(...).model``,
+``from_dict(...).model`` or ``model_section(mapping)`` for a stored dict). It was checked when it was
+loaded (values, variant names, slot args, cross-section limits), so nothing here checks it again.
+
 Slots (``positional``, ``attention``, ``norm``, ``ffn``) name a registered class and optional
 ``args``. A class receives, from the numbers below, only the keywords its constructor names, plus
-every slot arg (an arg the constructor does not accept is a ConfigError):
+every slot arg (the loader refuses an arg the constructor does not accept):
 
 - positional: ``d_model, max_positions, n_heads, d_k``
 - attention:  ``d_model, n_heads, d_k, d_v, dropout`` (= model.attention_dropout)
@@ -20,7 +24,6 @@ inherits it) is built once on the meta device, which allocates nothing, and its 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,51 +31,34 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
-from ablate.config import ConfigError, default_config, enc_dec_layers, head_dims, merge_layer, validate_config
-from ablate.model.attention import ATTENTION
-from ablate.model.ffn import FFN
-from ablate.model.norm import NORM
-from ablate.model.positional import POSITIONAL
+from ablate.config import model_section
+from ablate.config_schema import ModelConfig, enc_dec_layers, head_dims
+from ablate.data.special import PAD_ID
+from ablate.model.slots import keywords, lookup_slot
 from ablate.model.transformer import DecoderLayer, EncoderLayer, Transformer
-from ablate.registry import Registry, RegistryError, parse_slot
 
 # Used by train_flops when the caller does not know the average sentence lengths: about the mean
 # subword length of one side of a WMT'14 En-De sentence pair.
 TYPICAL_SENTENCE_LEN = 32
 
 
-def resolve_model_config(model_cfg: Any, source: str = "model config") -> DictConfig:
-    """A checked ``model`` section from a DictConfig, a ModelConfig or a plain mapping of its fields.
-
-    Missing fields take ModelConfig's defaults; unknown keys, wrong types and impossible values raise
-    ConfigError.
-    """
-    if OmegaConf.is_config(model_cfg):
-        mapping = OmegaConf.to_container(model_cfg, resolve=True)
-    elif dataclasses.is_dataclass(model_cfg) and not isinstance(model_cfg, type):
-        mapping = dataclasses.asdict(model_cfg)
-    elif isinstance(model_cfg, Mapping):
-        mapping = dict(model_cfg)
-    else:
-        raise ConfigError(f"{source}: expected a model config mapping, got {type(model_cfg).__name__}")
-    cfg = merge_layer(default_config(), {"model": mapping}, source)
-    validate_config(cfg, source, check_names=False)
-    return cfg.model
-
-
-def _params_of(cls: Any) -> set[str] | None:
-    """Keyword names ``cls`` accepts; None if it takes ``**kwargs`` (accepts anything)."""
-    sig = inspect.signature(cls)
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
-        return None
-    return {n for n, p in sig.parameters.items() if p.kind is not inspect.Parameter.VAR_POSITIONAL}
+def _section(model_cfg: Any) -> DictConfig:
+    """The one accepted shape: a loaded ``model`` section (a DictConfig of ModelConfig)."""
+    if isinstance(model_cfg, DictConfig) and OmegaConf.get_type(model_cfg) is ModelConfig:
+        return model_cfg
+    if isinstance(model_cfg, Mapping) and not isinstance(model_cfg, DictConfig):
+        # shim (issue 10): remove once ablate/train/system.py, benchmarks/ and tests/train pass model_section(d)
+        return model_section(model_cfg)
+    raise TypeError(
+        f"expected the model section of a loaded config (load_config(...).model, or model_section(mapping) "
+        f"for a stored dict), got {type(model_cfg).__name__}"
+    )
 
 
 @dataclasses.dataclass
 class _Slot:
     """A resolved slot: the registered class and the keywords it will be called with."""
 
-    key: str
     cls: Any
     kwargs: dict[str, Any]
 
@@ -83,7 +69,7 @@ class _Slot:
         # only a closed form defined in the class's own body: an inherited one may miss new parameters
         if isinstance(self.cls, type) and "num_params" in vars(self.cls):
             fn = self.cls.num_params  # bound through the descriptor (static or class method)
-            accepted = _params_of(fn)
+            accepted = keywords(fn)
             kw = self.kwargs if accepted is None else {k: v for k, v in self.kwargs.items() if k in accepted}
             return int(fn(**kw))
         with torch.device("meta"):  # no closed form: build it without allocating and count
@@ -91,42 +77,29 @@ class _Slot:
         return sum(p.numel() for p in module.parameters())
 
 
-def _slot(registry: Registry[Any], spec: Any, context: dict[str, Any], key: str) -> _Slot:
-    spec = OmegaConf.to_container(spec, resolve=True) if OmegaConf.is_config(spec) else spec
-    try:
-        name, args = parse_slot(spec, registry.kind)
-        cls = registry.get(name)
-    except RegistryError as exc:
-        raise ConfigError(f"{key}: {exc}") from None
-    accepted = _params_of(cls)
+def _slot(kind: str, spec: Any, context: dict[str, Any]) -> _Slot:
+    cls, args = lookup_slot(kind, spec)
+    accepted = keywords(cls)
     if accepted is not None:
-        unknown = sorted(set(args) - accepted)
-        if unknown:
-            raise ConfigError(
-                f"{key}: {name!r} does not take the argument(s) {', '.join(unknown)} "
-                f"(it takes: {', '.join(sorted(accepted)) or 'none'})"
-            )
         context = {k: v for k, v in context.items() if k in accepted}
-    return _Slot(key, cls, {**context, **args})
+    return _Slot(cls, {**context, **args})
 
 
 def _slots(m: DictConfig) -> dict[str, _Slot]:
     d_k, d_v = head_dims(m)
     return {
         "positional": _slot(
-            POSITIONAL,
+            "positional",
             m.positional,
             dict(d_model=m.d_model, max_positions=m.max_positions, n_heads=m.n_heads, d_k=d_k),
-            "model.positional",
         ),
         "attention": _slot(
-            ATTENTION,
+            "attention",
             m.attention,
             dict(d_model=m.d_model, n_heads=m.n_heads, d_k=d_k, d_v=d_v, dropout=m.attention_dropout),
-            "model.attention",
         ),
-        "norm": _slot(NORM, m.norm, dict(d_model=m.d_model), "model.norm"),
-        "ffn": _slot(FFN, m.ffn, dict(d_model=m.d_model, d_ff=m.d_ff), "model.ffn"),
+        "norm": _slot("norm", m.norm, dict(d_model=m.d_model)),
+        "ffn": _slot("ffn", m.ffn, dict(d_model=m.d_model, d_ff=m.d_ff)),
     }
 
 
@@ -140,11 +113,11 @@ def _embedding(vocab_size: int, d_model: int, pad_id: int) -> nn.Embedding:
     return emb
 
 
-def build_model(model_cfg: Any, vocab_size: int, pad_id: int = 0) -> Transformer:
-    """Build the encoder-decoder Transformer described by ``model_cfg`` (see the module docstring)."""
+def build_model(model_cfg: DictConfig, vocab_size: int, pad_id: int = PAD_ID) -> Transformer:
+    """Build the encoder-decoder Transformer a loaded ``model`` section describes (see the module docstring)."""
     if vocab_size <= pad_id or vocab_size < 2:
-        raise ConfigError(f"vocab_size={vocab_size} must exceed pad_id={pad_id}; check the prepared vocabulary")
-    m = resolve_model_config(model_cfg)
+        raise ValueError(f"vocab_size={vocab_size} must exceed pad_id={pad_id}; check the prepared vocabulary")
+    m = _section(model_cfg)
     slots = _slots(m)
     n_enc, n_dec = enc_dec_layers(m)
     norm, attn, ffn = slots["norm"], slots["attention"], slots["ffn"]
@@ -183,9 +156,9 @@ def build_model(model_cfg: Any, vocab_size: int, pad_id: int = 0) -> Transformer
     )
 
 
-def count_parameters(model_cfg: Any, vocab_size: int) -> int:
+def count_parameters(model_cfg: DictConfig, vocab_size: int) -> int:
     """Closed-form parameter count of ``build_model(model_cfg, vocab_size)``; allocates nothing."""
-    m = resolve_model_config(model_cfg)
+    m = _section(model_cfg)
     slots = _slots(m)
     n_enc, n_dec = enc_dec_layers(m)
     attn, ffn, norm = (slots[k].num_params() for k in ("attention", "ffn", "norm"))
@@ -198,7 +171,7 @@ def count_parameters(model_cfg: Any, vocab_size: int) -> int:
 
 
 def train_flops(
-    model_cfg: Any,
+    model_cfg: DictConfig,
     vocab_size: int,
     src_tokens: float,
     tgt_tokens: float,
@@ -213,7 +186,7 @@ def train_flops(
     V-way output projection). Training = 3x forward (the backward pass costs about twice the forward).
     Lengths default to TYPICAL_SENTENCE_LEN. Attention variants are costed as full multi-head attention.
     """
-    m = resolve_model_config(model_cfg)
+    m = _section(model_cfg)
     n_enc, n_dec = enc_dec_layers(m)
     d_k, d_v = head_dims(m)
     d, h = m.d_model, m.n_heads

@@ -36,7 +36,6 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ablate.config import ConfigError
 from ablate.registry import Registry
 
 POSITIONAL: Registry[type[nn.Module]] = Registry(
@@ -107,11 +106,8 @@ class LearnedPositional(PositionalEncoding):
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         t = x.size(1)
         limit = self.embed.num_embeddings
-        if offset + t > limit:
-            raise ConfigError(
-                f"model.max_positions: a sequence reaches position {offset + t} but the learned positional "
-                f"table has {limit} rows; raise model.max_positions or lower data.max_len / eval.max_len_b"
-            )
+        if offset + t > limit:  # the config loader keeps max_positions above every length it allows
+            raise ValueError(f"positions {offset}..{offset + t - 1} are past the learned table's {limit} rows")
         positions = torch.arange(offset, offset + t, device=x.device)
         return x + self.embed(positions).to(x.dtype)
 

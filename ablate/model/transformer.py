@@ -27,6 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ablate.data.special import PAD_ID
+
 
 @dataclass
 class DecoderCache:
@@ -138,7 +140,7 @@ class Transformer(nn.Module):
         d_model: int,
         dropout: float,
         scale_embeddings: bool = True,
-        pad_id: int = 0,
+        pad_id: int = PAD_ID,
     ) -> None:
         super().__init__()
         self.src_embed, self.tgt_embed, self.out_proj = src_embed, tgt_embed, out_proj

@@ -1,5 +1,7 @@
-"""`ablate table` and the end-of-sweep summary: sweep file -> results -> Table 3 (+ PNG, + W&B).
+"""`ablate table` and the end-of-sweep summary: sweep -> the store's trial states -> Table 3 (+ PNG, + W&B).
 
+The report reads the store through :meth:`ablate.sweep.store.SweepStore.trial_states` (the one
+trial-state view); the sweep part never imports this package (the CLI composes the two).
 Kept light: this imports neither Lightning nor matplotlib (the plot module loads it only for
 ``--plot``), so `ablate table` answers in about the time it takes to parse the sweep file.
 """
@@ -7,31 +9,24 @@ Kept light: this imports neither Lightning nor matplotlib (the plot module loads
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from ablate.report.errors import ReportError
 from ablate.report.render import FORMATS, render
 from ablate.report.table import Table3, build_table
+from ablate.sweep.loader import open_sweep
+from ablate.sweep.spec import Sweep
+from ablate.sweep.store import SweepStore
 
 PLOT_NAME = "table3.png"  # the end-of-sweep summary writes its plot here, under <runs>/<sweep name>/
 
 
-def load_table(sweep: str | Path | Any, overrides: Sequence[str] = ()) -> tuple[Any, Table3]:
-    """(the parsed sweep, its Table 3) from a sweep file (or an already parsed ``Sweep``) and its store.
-
-    ``overrides`` must be those the sweep ran with: they change the trials' configs and so their ids.
-    """
-    from ablate.sweep.results import results_of
-    from ablate.sweep.spec import Sweep, load_sweep
-
-    if not isinstance(sweep, Sweep):
-        sweep = load_sweep(sweep, overrides)
-    results = results_of(sweep)  # the contract's load_results(path), without parsing the file twice
+def load_table(sweep: Sweep) -> Table3:
+    """The Table 3 of a sweep (with the overrides it ran with) from its store; creates nothing."""
+    results = SweepStore.for_sweep(sweep).trial_states(sweep)
     # Rows listed in the file but not yet in the store still show (as waiting), in the file's order.
     row_info = {t.row: {"group": t.group, "paper": t.paper} for t in sweep.trials}
-    return sweep, build_table(results, row_order=sweep.rows, name=sweep.name, row_info=row_info)
+    return build_table(results, row_order=sweep.rows, name=sweep.name, row_info=row_info)
 
 
 def table(sweep_path: str | Path, fmt: str = "md", plot: str | Path | None = None) -> int:
@@ -40,7 +35,10 @@ def table(sweep_path: str | Path, fmt: str = "md", plot: str | Path | None = Non
         raise ReportError(f"unknown table format {fmt!r} (valid: {', '.join(FORMATS)})")
     if plot is not None and Path(plot).suffix.lower() != ".png":
         raise ReportError(f"--plot {plot}: the plot is written as PNG; give a file name ending in .png")
-    _, report = load_table(sweep_path)
+    opened = open_sweep(sweep_path)  # with the command-line overrides recorded with the sweep
+    for note in opened.notes:
+        print(f"note: {note}", file=sys.stderr)  # stderr: stdout may be CSV or JSON
+    report = load_table(opened.sweep)
     sys.stdout.write(render(report, fmt))
     if plot is not None:
         from ablate.report.plot import plot_table
@@ -51,16 +49,16 @@ def table(sweep_path: str | Path, fmt: str = "md", plot: str | Path | None = Non
     return 0
 
 
-def print_summary(sweep_path: str | Path | Any, overrides: Sequence[str] = (), log_wandb: bool = True) -> Table3:
+def print_summary(sweep: Sweep, log_wandb: bool = True) -> Table3:
     """End of a sweep: print the markdown table and fidelity, write the plot, log both to W&B.
 
-    ``sweep_path`` is a sweep file or the ``Sweep`` the controller ran (with its command-line overrides).
+    ``sweep`` is the Sweep the controller ran (with its command-line overrides).
 
     The plot goes to ``<runs>/<sweep name>/table3.png``; the W&B summary run joins the sweep's group
     (offline unless an API key is set or the sweep says otherwise; skipped when W&B is disabled).
     A failure to plot or to log is reported on stderr and does not hide the table.
     """
-    sweep, report = load_table(sweep_path, overrides)
+    report = load_table(sweep)
     sys.stdout.write(render(report, "md"))
     png: Path | None = Path(sweep.runs_root) / sweep.name / PLOT_NAME
     try:

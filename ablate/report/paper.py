@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
+from ablate.config import enc_dec_layers, head_dims
 from ablate.report.errors import ReportError
 
 # The Table 3 columns, in the paper's order: (key, header as the paper prints it).
@@ -50,8 +52,6 @@ BASE_SETTINGS: dict[str, Any] = {
     "train_steps": 100_000,
     "positional": "sinusoidal",
 }
-
-GROUPS: tuple[str, ...] = ("base", "A", "B", "C", "D", "E", "big")
 
 # What each group varies, in the paper's words (used as captions).
 GROUP_TITLES: dict[str, str] = {
@@ -162,25 +162,27 @@ def _slot_name(spec: Any) -> Any:
     return name
 
 
+# The model keys that decide the N, d_k and d_v columns (read through the config's own helpers).
+_MODEL_KEYS = ("n_layers", "n_enc_layers", "n_dec_layers", "d_model", "n_heads", "d_k", "d_v")
+
+
 def settings_of(cfg: Mapping[str, Any] | Any) -> dict[str, Any]:
     """The ten Table 3 settings of a resolved config (a nested dict or DictConfig).
 
-    d_k and d_v default to d_model / h as in the config; an encoder and decoder of different depths
-    show as ``"enc/dec"`` in the N column.
+    d_k / d_v and the encoder / decoder depths follow the config's own rules
+    (:func:`ablate.config.head_dims`, :func:`ablate.config.enc_dec_layers`); an encoder and decoder
+    of different depths show as ``"enc/dec"`` in the N column.
     """
-    n = _get(cfg, "model.n_layers")
-    n_enc = _get(cfg, "model.n_enc_layers") or n
-    n_dec = _get(cfg, "model.n_dec_layers") or n
-    d_model = _get(cfg, "model.d_model")
-    h = _get(cfg, "model.n_heads")
-    default_head = d_model // h if isinstance(d_model, int) and isinstance(h, int) and h else None
+    model = SimpleNamespace(**{key: _get(cfg, f"model.{key}") for key in _MODEL_KEYS})
+    n_enc, n_dec = enc_dec_layers(model) if model.n_layers is not None else (None, None)
+    d_k, d_v = head_dims(model) if model.d_model and model.n_heads else (model.d_k, model.d_v)
     return {
         "N": n_enc if n_enc == n_dec else f"{n_enc}/{n_dec}",
-        "d_model": d_model,
+        "d_model": model.d_model,
         "d_ff": _get(cfg, "model.d_ff"),
-        "h": h,
-        "d_k": _get(cfg, "model.d_k") or default_head,
-        "d_v": _get(cfg, "model.d_v") or default_head,
+        "h": model.n_heads,
+        "d_k": d_k,
+        "d_v": d_v,
         "P_drop": _get(cfg, "model.dropout"),
         "eps_ls": _get(cfg, "train.label_smoothing"),
         "train_steps": _get(cfg, "train.max_steps"),

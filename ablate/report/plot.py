@@ -48,62 +48,44 @@ def _paper_relative(row: ReportRow, metric: str) -> float | None:
     return 100.0 * (delta[0] if metric == "ppl" else delta[1]) / base_value
 
 
-def plot_table(table: Table3, path: str | Path) -> Path:
-    """Write the figure to ``path`` (PNG) and return the path."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Patch
-
-    base = table.base
-    rows = [r for r in table.rows if not r.is_base]
-    n = max(len(rows), 1)
-    fig = Figure(figsize=(13, 1.6 + 0.36 * n), layout="constrained")
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(1, 2, sharey=True)
+def _plot_metric(ax, rows: list[ReportRow], base: ReportRow | None, metric: str, better: str) -> None:
+    """One panel: each row's % change of ``metric`` against base, ours solid, the paper's hatched."""
     bar = 0.38
-    ys = list(range(len(rows)))
+    ours_base = getattr(base, metric) if base else None
+    bars: list[tuple[float, float, str, dict]] = []  # (y, value, color, style)
+    for y, row in enumerate(rows):
+        color = GROUP_COLORS.get(row.group, OTHER_COLOR)
+        ours = _relative(getattr(row, metric), ours_base)
+        paper = _paper_relative(row, metric)
+        if ours is not None:
+            bars.append((y - bar / 2, ours, color, {}))
+        else:
+            why = row.pending or "n/a"  # spelled out: the table's "…" is too small to see on a bar chart
+            ax.text(0, y - bar / 2, f" {why}", va="center", ha="left", fontsize=8, color="#555555")
+        if paper is not None:
+            bars.append((y + bar / 2, paper, color, {"alpha": 0.35, "hatch": "///"}))
+    # One diverged row (+900%) would flatten every other bar: clip the axis at CLIP_PCT and print the
+    # true value of a clipped bar at its end.
+    span = min(max((abs(v) for _, v, _, _ in bars), default=1.0), CLIP_PCT) * 1.15 or 1.0
+    for y, value, color, style in bars:
+        shown = max(-span / 1.15, min(span / 1.15, value))
+        ax.barh(y, shown, height=bar, color=color, edgecolor=color, **style)
+        if shown != value:
+            ax.text(shown, y, f" {value:+.0f}% ", va="center", ha="left" if value > 0 else "right", fontsize=7,
+                    fontweight="bold")  # fmt: skip
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_xlim(-span, span)
+    ax.grid(axis="x", color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+    name = metric.upper()
+    ours_text = f"{ours_base.mean:.2f}" if ours_base else "n/a"
+    paper_base = PAPER["base"].ppl if metric == "ppl" else PAPER["base"].bleu
+    ax.set_title(f"dev {name}: change vs base ({better})\nbase: ours {ours_text}, paper {paper_base:g}", fontsize=10)
+    ax.set_xlabel(f"{name} change vs base row (%)")
 
-    for ax, metric, better in zip(axes, ("ppl", "bleu"), ("lower is better", "higher is better")):
-        ours_base = getattr(base, metric) if base else None
-        bars: list[tuple[float, float, str, dict]] = []  # (y, value, color, style)
-        for y, row in zip(ys, rows):
-            color = GROUP_COLORS.get(row.group, OTHER_COLOR)
-            ours = _relative(getattr(row, metric), ours_base)
-            paper = _paper_relative(row, metric)
-            if ours is not None:
-                bars.append((y - bar / 2, ours, color, {}))
-            else:
-                why = row.pending or "n/a"  # spelled out: the table's "…" is too small to see on a bar chart
-                ax.text(0, y - bar / 2, f" {why}", va="center", ha="left", fontsize=8, color="#555555")
-            if paper is not None:
-                bars.append((y + bar / 2, paper, color, {"alpha": 0.35, "hatch": "///"}))
-        # One diverged row (+900%) would flatten every other bar: clip the axis at CLIP_PCT and print the
-        # true value of a clipped bar at its end.
-        span = min(max((abs(v) for _, v, _, _ in bars), default=1.0), CLIP_PCT) * 1.15 or 1.0
-        for y, value, color, style in bars:
-            shown = max(-span / 1.15, min(span / 1.15, value))
-            ax.barh(y, shown, height=bar, color=color, edgecolor=color, **style)
-            if shown != value:
-                ax.text(shown, y, f" {value:+.0f}% " if value > 0 else f" {value:+.0f}% ", va="center",
-                        ha="left" if value > 0 else "right", fontsize=7, fontweight="bold")
-        ax.axvline(0, color="black", linewidth=0.8)
-        ax.set_xlim(-span, span)
-        ax.grid(axis="x", color="#dddddd", linewidth=0.6)
-        ax.set_axisbelow(True)
-        name = metric.upper()
-        ours_text = f"{ours_base.mean:.2f}" if ours_base else "n/a"
-        paper_base = PAPER["base"].ppl if metric == "ppl" else PAPER["base"].bleu
-        title = f"dev {name}: change vs base ({better})\nbase: ours {ours_text}, paper {paper_base:g}"
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel(f"{name} change vs base row (%)")
 
-    axes[0].set_yticks(ys, [row_label(r) for r in rows], fontsize=9)
-    axes[0].invert_yaxis()  # first row of the sweep at the top, as in the table
-    # Thin lines between groups, as the paper's table separates them.
-    for ax in axes:
-        for y in range(1, len(rows)):
-            if rows[y].group != rows[y - 1].group:
-                ax.axhline(y - 0.5, color="#999999", linewidth=0.6, linestyle=":")
+def _legend(fig, rows: list[ReportRow]) -> None:
+    from matplotlib.patches import Patch
 
     groups = list(dict.fromkeys(r.group for r in rows))
     handles = [
@@ -113,9 +95,30 @@ def plot_table(table: Table3, path: str | Path) -> Path:
         Patch(facecolor="#666666", label="ours (solid)"),
         Patch(facecolor="#666666", alpha=0.35, hatch="///", edgecolor="#666666", label="paper (hatched)"),
     ]
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), fontsize=9, frameon=False)
+
+
+def plot_table(table: Table3, path: str | Path) -> Path:
+    """Write the figure to ``path`` (PNG) and return the path."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    rows = [r for r in table.rows if not r.is_base]
+    fig = Figure(figsize=(13, 1.6 + 0.36 * max(len(rows), 1)), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 2, sharey=True)
+    for ax, metric, better in zip(axes, ("ppl", "bleu"), ("lower is better", "higher is better")):
+        _plot_metric(ax, rows, table.base, metric, better)
+    axes[0].set_yticks(list(range(len(rows))), [row_label(r) for r in rows], fontsize=9)
+    axes[0].invert_yaxis()  # first row of the sweep at the top, as in the table
+    # Thin lines between groups, as the paper's table separates them.
+    for ax in axes:
+        for y in range(1, len(rows)):
+            if rows[y].group != rows[y - 1].group:
+                ax.axhline(y - 0.5, color="#999999", linewidth=0.6, linestyle=":")
     title = f"Table 3 reproduction: {table.name}" if table.name else "Table 3 reproduction"
     fig.suptitle(f"{title}  (ours vs Vaswani et al. 2017)", fontsize=12)
-    fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), fontsize=9, frameon=False)
+    _legend(fig, rows)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)

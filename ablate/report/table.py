@@ -28,7 +28,7 @@ BLEU_KEY = "val/bleu"
 
 
 class TrialLike(Protocol):
-    """The fields of ``ablate.sweep.results.TrialResult`` the report reads."""
+    """The fields of ``ablate.sweep.state.TrialView`` (the store's trial-state view) the report reads."""
 
     row: str
     group: str | None
@@ -149,6 +149,52 @@ def _pick_base(names: Sequence[str], by_row: Mapping[str, list[TrialLike]], grou
     return names[0]
 
 
+def _row_meta(
+    names: Sequence[str], by_row: Mapping[str, list[TrialLike]], row_info: Mapping[str, Mapping[str, Any]]
+) -> tuple[dict[str, str], dict[str, str | None]]:
+    """(group, paper key) of each row, from its trials, else the sweep file, else the paper's row."""
+    groups: dict[str, str] = {}
+    papers: dict[str, str | None] = {}
+    for n in names:
+        trials = by_row[n]
+        info = row_info.get(n, {})
+        papers[n] = next((t.paper for t in trials if t.paper), None) or info.get("paper")
+        paper_group = PAPER[papers[n]].group if papers[n] in PAPER else None
+        groups[n] = next((t.group for t in trials if t.group), None) or info.get("group") or paper_group or ""
+        if papers[n] is not None and papers[n] not in PAPER:
+            raise ReportError(f"row {n!r}: unknown paper row {papers[n]!r} (valid: {', '.join(PAPER)})")
+    return groups, papers
+
+
+def _report_row(name: str, trials: list[TrialLike], group: str, paper: str | None,
+                base_settings: dict[str, Any] | None, is_base: bool) -> ReportRow:  # fmt: skip
+    config = next((t.config for t in trials if t.config), None)
+    settings = settings_of(config) if config else {}
+    # Without our base's config we cannot tell what changed: fall back to the paper's cells.
+    if base_settings is not None and settings:
+        changed = changed_settings(settings, base_settings)
+    else:
+        changed = dict(PAPER[paper].changes) if paper in PAPER else {}
+    done = [t for t in trials if t.state == "done"]
+    states: dict[str, int] = {}
+    for t in trials:
+        states[t.state] = states.get(t.state, 0) + 1
+    params = next((p for p in (t.params or _number(t.metrics.get("params")) for t in trials) if p), None)
+    return ReportRow(
+        name=name,
+        group=group,
+        paper=PAPER.get(paper) if paper else None,
+        settings=settings,
+        changed=changed,
+        ppl=Stat.of([v for t in done if (v := _number(t.metrics.get(PPL_KEY))) is not None]),
+        bleu=Stat.of([v for t in done if (v := _number(t.metrics.get(BLEU_KEY))) is not None]),
+        params=int(params) if params else None,
+        is_base=is_base,
+        states=states,
+        failures=[f"seed {t.seed}: {t.failure or 'failed'}" for t in trials if t.state == "failed"],
+    )
+
+
 def build_table(
     results: Iterable[TrialLike],
     row_order: Sequence[str] | None = None,
@@ -161,60 +207,17 @@ def build_table(
     in the store yet, so they still show, marked as waiting.
     """
     results = list(results)
-    row_info = row_info or {}
     names = _ordered_rows(results, row_order)
     if not names:
         raise ReportError(f"sweep {name or '?'} has no rows and no results; run `ablate sweep` first")
     by_row: dict[str, list[TrialLike]] = {n: [] for n in names}
     for r in results:
         by_row[r.row].append(r)
-
-    groups: dict[str, str] = {}
-    papers: dict[str, str | None] = {}
-    for n in names:
-        trials = by_row[n]
-        info = row_info.get(n, {})
-        papers[n] = next((t.paper for t in trials if t.paper), None) or info.get("paper")
-        paper_group = PAPER[papers[n]].group if papers[n] in PAPER else None
-        groups[n] = next((t.group for t in trials if t.group), None) or info.get("group") or paper_group or ""
-        if papers[n] is not None and papers[n] not in PAPER:
-            raise ReportError(f"row {n!r}: unknown paper row {papers[n]!r} (valid: {', '.join(PAPER)})")
-
+    groups, papers = _row_meta(names, by_row, row_info or {})
     base_name = _pick_base(names, by_row, groups)
     base_config = next((t.config for t in by_row[base_name] if t.config), None)
     base_settings = settings_of(base_config) if base_config else None
-
-    rows: list[ReportRow] = []
-    for n in names:
-        trials = by_row[n]
-        config = next((t.config for t in trials if t.config), None)
-        settings = settings_of(config) if config else {}
-        # Without our base's config we cannot tell what changed: fall back to the paper's cells.
-        if base_settings is not None and settings:
-            changed = changed_settings(settings, base_settings)
-        else:
-            changed = dict(PAPER[papers[n]].changes) if papers[n] in PAPER else {}
-        done = [t for t in trials if t.state == "done"]
-        states: dict[str, int] = {}
-        for t in trials:
-            states[t.state] = states.get(t.state, 0) + 1
-        params = next((p for p in (t.params or _number(t.metrics.get("params")) for t in trials) if p), None)
-        rows.append(
-            ReportRow(
-                name=n,
-                group=groups[n],
-                paper=PAPER.get(papers[n]) if papers[n] else None,
-                settings=settings,
-                changed=changed,
-                ppl=Stat.of([v for t in done if (v := _number(t.metrics.get(PPL_KEY))) is not None]),
-                bleu=Stat.of([v for t in done if (v := _number(t.metrics.get(BLEU_KEY))) is not None]),
-                params=int(params) if params else None,
-                is_base=n == base_name,
-                states=states,
-                failures=[f"seed {t.seed}: {t.failure or 'failed'}" for t in trials if t.state == "failed"],
-            )
-        )
-
+    rows = [_report_row(n, by_row[n], groups[n], papers[n], base_settings, n == base_name) for n in names]
     base = next(r for r in rows if r.is_base)
     for row in rows:
         if row.is_base:

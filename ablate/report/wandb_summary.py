@@ -4,15 +4,13 @@ Every trial of a sweep is a W&B run in the group named after the sweep; this add
 group (job_type ``summary``) so the project page shows the finished table beside the trials. The
 fidelity numbers go to the run's summary, so runs of different sweeps can be compared in W&B.
 
-Offline unless told otherwise: ``wandb.mode`` of the sweep file, else ``WANDB_MODE``, else online
-only when ``WANDB_API_KEY`` is set (with a key but no network, ``wandb.init`` stalls ~90 s, so
-offline is the safe default). An offline run lands in ``<runs>/<sweep>/wandb/offline-run-*`` and is
-uploaded by `ablate sync`.
+Offline unless told otherwise: ``wandb.mode`` of the sweep file, else the one rule of
+:func:`ablate.tracking.wandb_mode` (``WANDB_MODE``, else online only when ``WANDB_API_KEY`` is
+set). An offline run lands in ``<runs>/<sweep>/wandb/offline-run-*`` and is uploaded by `ablate sync`.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from ablate.report.fidelity import fidelity
 from ablate.report.paper import COLUMN_KEYS
 from ablate.report.render import fmt_setting, row_record
 from ablate.report.table import Table3
+from ablate.tracking import wandb_mode
 
 # Columns of the wandb.Table: one type per column (W&B infers a column's type from its values).
 TABLE_COLUMNS = [
@@ -28,14 +27,6 @@ TABLE_COLUMNS = [
     "bleu", "bleu_std", "bleu_delta", "paper_bleu", "paper_bleu_delta",
     "params_m", "paper_params_m", "n_done", "n_trials", "status",
 ]  # fmt: skip
-
-
-def resolve_mode(configured: str | None) -> str:
-    """offline / online / disabled from the sweep's wandb.mode, the environment and the API key."""
-    mode = configured or "auto"
-    if mode == "auto":
-        mode = os.environ.get("WANDB_MODE") or ("online" if os.environ.get("WANDB_API_KEY") else "offline")
-    return "offline" if mode == "dryrun" else mode  # dryrun: W&B's old name for offline
 
 
 def table_rows(table: Table3) -> list[list[Any]]:
@@ -66,7 +57,7 @@ def log_summary(sweep: Any, table: Table3, png_path: str | Path | None) -> str |
     ``sweep`` is an ``ablate.sweep.spec.Sweep``. Returns the run's local directory (offline) or URL
     (online), or None when W&B is disabled.
     """
-    mode = resolve_mode(sweep.wandb.get("mode"))
+    mode = wandb_mode(sweep.wandb.get("mode"))
     if mode == "disabled":
         return None
     import wandb

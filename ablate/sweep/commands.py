@@ -1,7 +1,8 @@
-"""`ablate sweep`, `ablate status`, `ablate sync`: each validates the sweep file first, then acts.
+"""`ablate sweep`, `ablate status`, `ablate sync`: each opens (checks) the sweep first, then acts.
 
 A sweep file that fails validation raises :class:`SweepError` before any store is opened or any
-trial is launched. `--dry-run` and `status` import neither Lightning nor the data pipeline.
+trial is launched. `--dry-run` and `status` import neither Lightning nor the data pipeline. Nothing
+here prints the results table: the CLI runs :func:`sweep`, then hands the Sweep it ran to the report.
 """
 
 from __future__ import annotations
@@ -13,64 +14,22 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ablate.sweep.cost import estimate
 from ablate.sweep.errors import SweepError
-from ablate.sweep.spec import Sweep, Trial, describe_trial, load_sweep
-
-# Throughput assumptions of the dry-run cost estimate, unless the sweep file's `cost:` says otherwise.
-# CPU: the fp32 matmul peak of a 2-core AVX2 machine (~120 GFLOP/s), of which training reached ~50%.
-# GPU: an A100's dense bf16 peak (312 TFLOP/s) at a typical 35% model-FLOPs utilisation.
-DEFAULT_COST = {
-    "cpu": {"flops_per_second": 1.2e11, "mfu": 0.5},
-    "gpu": {"flops_per_second": 3.12e14, "mfu": 0.35},
-}
+from ablate.sweep.loader import OpenSweep, open_sweep
+from ablate.sweep.progress import render_table, title, trial_lines
+from ablate.sweep.spec import Sweep
+from ablate.sweep.state import STATES, TrialView
 
 
-def _devices(trainer: dict[str, Any]) -> int:
-    d = trainer.get("devices", 1)
-    n = len(d) if isinstance(d, list) else (int(d) if isinstance(d, int) or str(d).isdigit() else 1)
-    return n * int(trainer.get("num_nodes", 1) or 1)
-
-
-def _is_gpu(config: dict[str, Any]) -> bool:
-    accel = str(config["trainer"].get("accelerator", "auto"))
-    if accel in ("gpu", "cuda"):
-        return True
-    if accel == "auto":
-        import torch
-
-        return torch.cuda.is_available()
-    return False
-
-
-def estimate(sweep: Sweep, t: Trial) -> dict[str, Any]:
-    """Parameters, training FLOPs and device-hours of one trial, from its config alone."""
-    from ablate.config import from_dict
-    from ablate.model.build import count_parameters, train_flops
-
-    cfg = from_dict(t.config, source=f"{sweep.path}: row {t.row!r}")
-    c = t.config
-    devices = _devices(c["trainer"])
-    per_step = c["data"]["max_tokens"] * devices * c["train"]["accumulate_grad_batches"]
-    tokens = float(per_step) * c["train"]["max_steps"]
-    kind = "gpu" if _is_gpu(c) else "cpu"
-    assumption = {**DEFAULT_COST[kind], **sweep.cost}
-    flops = train_flops(cfg.model, cfg.data.vocab_size, tokens, tokens)
-    device_s = flops / (assumption["flops_per_second"] * assumption["mfu"])
-    return {
-        **describe_trial(t),
-        "params": int(count_parameters(cfg.model, cfg.data.vocab_size)),
-        "tokens_per_step": per_step,
-        "steps": c["train"]["max_steps"],
-        "devices": devices,
-        "flops": flops,
-        "device_hours": device_s / 3600.0,
-        "wall_hours": device_s / 3600.0 / devices,
-        "assumption": {"device": kind, **assumption, "source": "sweep file cost:" if sweep.cost else "default"},
-    }
+def _note(opened: OpenSweep) -> None:
+    for line in opened.notes:  # stderr: stdout may be JSON or CSV
+        print(f"note: {line}", file=sys.stderr)
 
 
 def print_dry_run(sweep: Sweep, as_json: bool) -> int:
@@ -82,6 +41,7 @@ def print_dry_run(sweep: Sweep, as_json: bool) -> int:
             "file": str(sweep.path),
             "launcher": sweep.launcher["name"],
             "store": sweep.store,
+            "overrides": list(sweep.overrides),
             "trials": rows,
             "total": total,
         }
@@ -108,26 +68,41 @@ def print_dry_run(sweep: Sweep, as_json: bool) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class SweepRun:
+    """What `ablate sweep` did: the exit code and the sweep it ran (with the overrides it used)."""
+
+    code: int
+    sweep: Sweep
+    finished: bool  # the controller ran to the end (not a dry run, not detached): a summary makes sense
+
+
 def sweep(
     path: str | Path,
     dry_run: bool = False,
     as_json: bool = False,
     detach: bool = False,
-    overrides: Sequence[str] = (),
-) -> int:
-    """Validate, then run (or resume) every trial of a sweep; 0 when all are done, 1 if any failed."""
-    spec = load_sweep(path, overrides)
+    overrides: Sequence[str] | None = None,
+    clear_overrides: bool = False,
+    launcher_options: Mapping[str, Any] | None = None,
+) -> SweepRun:
+    """Check, then run (or resume) every trial of a sweep; code 0 when all are done, 1 if any failed.
+
+    ``overrides`` None or empty: those recorded with the sweep (see :mod:`ablate.sweep.loader`).
+    ``launcher_options`` go to the launcher's constructor (e.g. ``worker_command`` of ``local``).
+    """
     if as_json and not dry_run:
         raise SweepError("--json goes with --dry-run (the trial list as JSON); add --dry-run")
+    opened = open_sweep(path, overrides, clear_overrides=clear_overrides)
+    spec = opened.sweep
+    _note(opened)
     if dry_run:
-        return print_dry_run(spec, as_json)
+        return SweepRun(print_dry_run(spec, as_json), spec, finished=False)
     if detach and spec.launcher["name"] != "slurm":
         raise SweepError(f"{spec.path}: --detach needs launcher slurm (trials of a local sweep live in this process)")
     from ablate.sweep.launch import LAUNCHERS
-    from ablate.sweep.store import SweepStore
 
-    store = SweepStore.for_sweep(spec)
-    launcher = LAUNCHERS.get(spec.launcher["name"])(spec, store)
+    launcher = LAUNCHERS.get(spec.launcher["name"])(spec, opened.store, **dict(launcher_options or {}))
     t0 = time.time()
     counts = launcher.run(detach=detach)
     if detach:
@@ -136,74 +111,55 @@ def sweep(
             f"submitted {len(jobs)} job(s){': ' + ', '.join(jobs) if jobs else ''}; "
             f"follow with `ablate status {spec.path}`"
         )
-        return 0
-    print(
-        f"sweep {spec.name}: "
-        + ", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "failed", "waiting", "running"))
-        + f" in {time.time() - t0:.0f} s"
-    )
-    _print_failures(spec)
-    _summary(spec.path)
-    return 0 if counts.get("done", 0) == len(spec.trials) else 1
+        return SweepRun(0, spec, finished=False)
+    tally = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "failed", "waiting", "running"))
+    print(f"sweep {spec.name}: {tally} in {time.time() - t0:.0f} s")
+    for v in opened.store.trial_states(spec):
+        if v.state == "failed":
+            print(f"  failed: {v.row} seed {v.seed}: {v.failure}")
+    return SweepRun(0 if counts.get("done", 0) == len(spec.trials) else 1, spec, finished=True)
 
 
-def _summary(path: Path) -> None:
-    try:
-        from ablate.report.commands import print_summary
-    except ImportError as exc:  # only while the report part is not installed
-        print(f"(no table: ablate.report is unavailable: {exc})", file=sys.stderr)
-        return
-    print_summary(path)
-
-
-def _print_failures(spec: Sweep) -> None:
-    from ablate.sweep.results import results_of
-
-    for r in results_of(spec):
-        if r.state == "failed":
-            print(f"  failed: {r.row} seed {r.seed}: {r.failure}")
-
-
-def status(path: str | Path) -> int:
-    """Done / running / waiting / failed per row, with failure reasons; reads only."""
-    from ablate.sweep.progress import render_table, trial_lines
-    from ablate.sweep.store import SweepStore
-
-    spec = load_sweep(path)
-    store = SweepStore.for_sweep(spec)
-    if not store.exists():
-        print(f"sweep {spec.name}: not started ({len(spec.trials)} trials waiting; store {store.url})")
-        return 0
-    by_trial = store.by_trial()
-    lines = trial_lines(spec, by_trial)
-    stray = set(by_trial) - {t.trial_id for t in spec.trials}
-    if stray:  # rows removed or configs changed since they ran; kept in the store, not shown
-        print(
-            f"note: the store also holds {len(stray)} trial(s) no longer in {spec.path.name} (changed or removed rows)"
-        )
+def _print_status_lines(spec: Sweep, trials: Sequence[TrialView]) -> None:
+    print(f"sweep {title(spec.name, trials)}")
     rows: dict[str, dict[str, int]] = {}
-    for ln in lines:
-        rows.setdefault(ln.row, {"done": 0, "running": 0, "waiting": 0, "failed": 0})[ln.state] += 1
-    totals = {s: sum(r[s] for r in rows.values()) for s in ("done", "running", "waiting", "failed")}
-    if sys.stdout.isatty():
-        from rich.console import Console
-
-        Console().print(render_table(lines, f"{spec.name}: " + ", ".join(f"{v} {k}" for k, v in totals.items())))
-        return 0
-    print(f"sweep {spec.name}: " + ", ".join(f"{v} {k}" for k, v in totals.items()))
+    for v in trials:
+        rows.setdefault(v.row, dict.fromkeys(STATES, 0))[v.state] += 1
     width = max(len(r) for r in rows)
     for row, c in rows.items():
         print(f"  {row:<{width}}  " + "  ".join(f"{k} {v}" for k, v in c.items() if v))
     now = time.time()
     grace = float(spec.heartbeat["grace_s"])
-    for t in spec.trials:
-        for a in by_trial.get(t.trial_id, [])[-1:]:
-            if a.state == "FAIL":
-                print(f"  failed: {t.row} seed {t.seed} (attempt {a.attempt + 1}): {a.attrs.get('failure')}")
-            elif a.state == "RUNNING" and now - float(a.attrs.get("heartbeat", 0)) > grace:
-                print(
-                    f"  stale: {t.row} seed {t.seed}: no heartbeat for {now - float(a.attrs.get('heartbeat', 0)):.0f} s"
-                )
+    for v in trials:
+        a = v.latest
+        if a is not None and a.state == "FAIL":
+            print(f"  failed: {v.row} seed {v.seed} (attempt {a.attempt + 1}): {a.attrs.get('failure')}")
+        elif a is not None and a.state == "RUNNING" and a.silent_s(now) > grace:
+            print(f"  stale: {v.row} seed {v.seed}: no heartbeat for {a.silent_s(now):.0f} s")
+
+
+def status(path: str | Path) -> int:
+    """Done / running / waiting / failed per row, with failure reasons; reads only."""
+    opened = open_sweep(path)
+    spec, store = opened.sweep, opened.store
+    _note(opened)
+    if not store.exists():
+        print(f"sweep {spec.name}: not started ({len(spec.trials)} trials waiting; store {store.url})")
+        return 0
+    by_trial = store.by_trial()
+    trials = store.trial_states(spec)
+    stray = set(by_trial) - {t.trial_id for t in spec.trials}
+    if stray:  # rows removed or configs changed since they ran; kept in the store, not shown
+        print(
+            f"note: the store also holds {len(stray)} trial(s) no longer in {spec.path.name} "
+            "(changed or removed rows, or other command-line overrides)"
+        )
+    if sys.stdout.isatty():
+        from rich.console import Console
+
+        Console().print(render_table(trial_lines(trials), title(spec.name, trials)))
+        return 0
+    _print_status_lines(spec, trials)
     return 0
 
 
@@ -216,7 +172,9 @@ def _offline_runs(spec: Sweep) -> list[Path]:
 
 def sync(path: str | Path) -> int:
     """Upload the sweep's offline W&B runs with `wandb sync`."""
-    spec = load_sweep(path)
+    opened = open_sweep(path)
+    spec = opened.sweep
+    _note(opened)
     runs = _offline_runs(spec)
     if not runs:
         print(f"sweep {spec.name}: no offline W&B runs to sync under {spec.runs_root / spec.name}")

@@ -1,4 +1,5 @@
-"""Rows of a sweep file -> config layers: dotlists or mappings, and ``grid:`` / ``zip:`` expansion.
+"""Rows of a sweep file: their keys and field types, -> config layers (dotlists or mappings), and
+``grid:`` / ``zip:`` expansion.
 
 ``grid: {model.d_ff: [1024, 4096], model.dropout: [0.0, 0.2]}`` expands a row to the product of the
 lists, ``zip: {model.n_heads: [4, 16], model.d_k: [128, 32]}`` to paired values (Table 3 row A pairs
@@ -8,13 +9,51 @@ component) or, without one, the row name followed by its values. Pure functions.
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ablate.config import ConfigError
 from ablate.sweep.errors import SweepError
+
+ROW_KEYS = ("name", "group", "paper", "overrides", "grid", "zip", "resources", "note")
+
+
+def unknown_key(where: str, key: object, valid: Sequence[str]) -> SweepError:
+    close = difflib.get_close_matches(str(key), list(valid), n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else f" (valid: {', '.join(valid)})"
+    return SweepError(f"{where}: unknown key {key!r}{hint}")
+
+
+def check_keys(where: str, mapping: Mapping[str, Any], valid: Sequence[str]) -> None:
+    for key in mapping:
+        if key not in valid:
+            raise unknown_key(where, key, valid)
+
+
+def check_row(where: str, index: int, row: Any) -> str:
+    """The row's where-label, after checking its keys and the types of its plain fields."""
+    if not isinstance(row, Mapping) or "name" not in row:
+        raise SweepError(
+            f"{where}: row {index + 1}: a row must be a mapping with at least name: (e.g. {{name: base, group: base}})"
+        )
+    if not isinstance(row["name"], str) or not row["name"]:
+        raise SweepError(f"{where}: row {index + 1}: name must be a non-empty string, got {row['name']!r} (quote it)")
+    rwhere = f"{where}: row {row['name']!r}"
+    check_keys(rwhere, row, ROW_KEYS)
+    for key in ("group", "note"):
+        value = row.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (str, int, float))):
+            raise SweepError(f"{rwhere}: {key} must be a single name, got {value!r}")
+    paper = row.get("paper")
+    if paper is not None and not isinstance(paper, str):
+        if not isinstance(paper, list) or not all(isinstance(p, str) for p in paper):
+            raise SweepError(f"{rwhere}: paper must be a Table 3 row key (e.g. A1) or a list of them, got {paper!r}")
+    if not isinstance(row.get("resources") or {}, Mapping):
+        raise SweepError(f"{rwhere}: resources must be a mapping of launcher settings")
+    return rwhere
 
 
 def as_layer(where: str, value: Any) -> dict[str, Any]:
@@ -53,7 +92,7 @@ def set_dotted(out: dict[str, Any], key: str, value: Any, where: str) -> None:
 
 
 def dotlist(layer: Mapping[str, Any], prefix: str = "") -> list[str]:
-    """A nested mapping back to ``key=value`` items (for display and TrialResult.overrides)."""
+    """A nested mapping back to ``key=value`` items (for display and TrialView.overrides)."""
     items: list[str] = []
     for key, value in layer.items():
         full = f"{prefix}{key}"

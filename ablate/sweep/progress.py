@@ -1,20 +1,20 @@
 """What a person watching a sweep sees: a live table (rich) on a terminal, plain lines otherwise.
 
-The numbers come from the store (state, failure, final metrics) and, for a running trial, from the
-``progress.json`` the trainer rewrites in its run directory (step, val/ppl, elapsed, ETA).
+The numbers come from the store through :class:`~ablate.sweep.state.TrialView` (state, failure, final
+metrics) and, for a running trial, from the ``progress.json`` the trainer rewrites in its run
+directory (step, val/ppl, elapsed, ETA; read through :mod:`ablate.rundir`).
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ablate.sweep.spec import Sweep
-from ablate.sweep.store import Attempt, summarize
+from ablate.sweep.state import TrialView, count
 
 
 @dataclass
@@ -31,37 +31,32 @@ class TrialLine:
     failure: str | None
 
 
-def read_progress(run_dir: str | Path) -> dict[str, Any]:
-    """A run's progress.json, or {} when it is missing or being rewritten."""
-    try:
-        return json.loads((Path(run_dir) / "progress.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+def trial_line(v: TrialView) -> TrialLine:
+    """What the display shows of one trial: its state, and its progress once it started."""
+    prog = v.progress()
+    metrics = v.metrics
+    ppl = metrics.get("val/ppl", prog.get("val/ppl"))
+    return TrialLine(
+        row=v.row,
+        seed=v.seed,
+        state=v.state,
+        attempts=v.n_attempts,
+        step=metrics.get("step", prog.get("step")),
+        max_steps=prog.get("max_steps"),
+        ppl=ppl if isinstance(ppl, (int, float)) else None,
+        elapsed_s=metrics.get("wall_time_s", prog.get("elapsed_s")),
+        eta_s=prog.get("eta_s") if v.state == "running" else None,
+        failure=v.failure,
+    )
 
 
-def trial_lines(sweep: Sweep, by_trial: dict[str, list[Attempt]]) -> list[TrialLine]:
-    out = []
-    for t in sweep.trials:
-        attempts = by_trial.get(t.trial_id, [])
-        state, deciding = summarize(attempts)
-        prog = read_progress(t.run_dir) if state in ("running", "done", "failed") else {}
-        metrics = (deciding.attrs.get("metrics") if deciding else None) or {}
-        ppl = metrics.get("val/ppl", prog.get("val/ppl"))
-        out.append(
-            TrialLine(
-                row=t.row,
-                seed=t.seed,
-                state=state,
-                attempts=len(attempts),
-                step=metrics.get("step", prog.get("step")),
-                max_steps=prog.get("max_steps"),
-                ppl=ppl if isinstance(ppl, (int, float)) else None,
-                elapsed_s=metrics.get("wall_time_s", prog.get("elapsed_s")),
-                eta_s=prog.get("eta_s") if state == "running" else None,
-                failure=deciding.attrs.get("failure") if deciding is not None and state == "failed" else None,
-            )
-        )
-    return out
+def trial_lines(trials: Sequence[TrialView]) -> list[TrialLine]:
+    return [trial_line(v) for v in trials]
+
+
+def title(name: str, trials: Sequence[TrialView]) -> str:
+    """``"t: 2 done, 0 running, 0 waiting, 1 failed"``."""
+    return f"{name}: " + ", ".join(f"{v} {k}" for k, v in count(trials).items())
 
 
 def _dur(s: float | None) -> str:
@@ -116,22 +111,17 @@ class ProgressView:
         else:
             print(text, flush=True)
 
-    def update(self, by_trial: dict[str, list[Attempt]]) -> None:
-        lines = trial_lines(self.sweep, by_trial)
-        counts = {s: sum(ln.state == s for ln in lines) for s in ("done", "running", "waiting", "failed")}
-        title = (
-            f"{self.sweep.name}: "
-            + ", ".join(f"{v} {k}" for k, v in counts.items())
-            + f" - {_dur(time.time() - self._t0)}"
-        )
+    def update(self, trials: Sequence[TrialView]) -> None:
+        lines = trial_lines(trials)
+        heading = f"{title(self.sweep.name, trials)} - {_dur(time.time() - self._t0)}"
         if self.live_mode:
             if self._live is None:
                 from rich.live import Live
 
-                self._live = Live(render_table(lines, title), refresh_per_second=2, transient=False)
+                self._live = Live(render_table(lines, heading), refresh_per_second=2, transient=False)
                 self._live.start()
             else:
-                self._live.update(render_table(lines, title))
+                self._live.update(render_table(lines, heading))
             return
         for ln in lines:
             key = (ln.row, ln.seed)

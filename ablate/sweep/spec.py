@@ -2,8 +2,11 @@
 
 A sweep file names an experiment and the rows of an ablation table (Vaswani et al. 2017, Table 3).
 Every row runs once per seed; ``grid:`` expands a row to the product of value lists and ``zip:`` to
-paired values. Nothing here touches the store or launches anything: :func:`load_sweep` either
-returns every trial of the sweep or raises one :class:`SweepError` naming file, row and key.
+paired values. Nothing here imports user modules, edits ``sys.path``, looks at launchers, touches the
+store or launches anything: :func:`read_sweep_file` checks the file's own keys and :func:`expand`
+turns its rows into trials, or either raises one :class:`SweepError` naming file, row and key.
+Variants registered by a sweep's ``imports:`` must be imported before :func:`expand` (see
+:mod:`ablate.sweep.loader`, which also checks ``launcher:`` against the launcher registry).
 
 The trial id is a hash of the resolved config minus what cannot change the result (logging, paths,
 data-loader workers), so the same trial has the same id whatever the row order or the file.
@@ -11,19 +14,16 @@ data-loader workers), so the same trial has the same id whatever the row order o
 
 from __future__ import annotations
 
-import difflib
 import hashlib
-import importlib
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ablate.config import ConfigError, load_config, to_dict
+from ablate.config import ConfigError, load_config, read_yaml, to_dict
 from ablate.sweep.errors import SweepError
-from ablate.sweep.expand import as_layer, dotlist, expand_row, merge
+from ablate.sweep.expand import as_layer, check_keys, check_row, dotlist, expand_row, merge
 
 # Top-level keys of a sweep file, each with what it holds (used in "unknown key" hints and docs).
 SWEEP_KEYS = {
@@ -42,8 +42,8 @@ SWEEP_KEYS = {
     "cost": "{flops_per_second, mfu}: throughput assumption of --dry-run",
     "rows": "the rows of the table",
 }
-ROW_KEYS = ("name", "group", "paper", "overrides", "grid", "zip", "resources", "note")
 WANDB_KEYS = ("project", "entity", "mode")
+WANDB_MODES = ("auto", "online", "offline", "disabled")
 HEARTBEAT_KEYS = ("interval_s", "grace_s")
 COST_KEYS = ("flops_per_second", "mfu")
 
@@ -68,6 +68,26 @@ class Trial:
 
 
 @dataclass(frozen=True)
+class SweepFile:
+    """A sweep file's own settings, checked, with its rows still as written (nothing expanded)."""
+
+    path: Path
+    name: str
+    experiment: Path
+    store: str
+    launcher: dict[str, Any]  # {name, ...options}; the options are checked by the launcher registry
+    wandb: dict[str, Any]
+    imports: tuple[str, ...]
+    max_retries: int
+    heartbeat: dict[str, float]
+    cost: dict[str, float]
+    runs_root: Path
+    seeds: tuple[int, ...]
+    layer: dict[str, Any]  # the file's `overrides:` as a nested mapping
+    rows: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True)
 class Sweep:
     """A validated sweep file and its trials, in file order."""
 
@@ -83,6 +103,7 @@ class Sweep:
     cost: dict[str, float]
     runs_root: Path
     trials: tuple[Trial, ...]
+    overrides: tuple[str, ...] = ()  # command-line overrides applied to every trial (recorded in the store)
 
     @property
     def rows(self) -> list[str]:
@@ -117,20 +138,16 @@ def resolve_sweep_path(name: str | Path) -> Path:
 
 
 # ----------------------------------------------------------------------------------------------
-# Parsing and validation
+# Small checks shared with the launchers
 # ----------------------------------------------------------------------------------------------
 
 
-def unknown_key(where: str, key: object, valid: Sequence[str]) -> SweepError:
-    close = difflib.get_close_matches(str(key), list(valid), n=1, cutoff=0.5)
-    hint = f"; did you mean {close[0]!r}?" if close else f" (valid: {', '.join(valid)})"
-    return SweepError(f"{where}: unknown key {key!r}{hint}")
-
-
-def _check_keys(where: str, mapping: Mapping[str, Any], valid: Sequence[str]) -> None:
-    for key in mapping:
-        if key not in valid:
-            raise unknown_key(where, key, valid)
+def _mapping(where: str, data: Mapping[str, Any], key: str, valid: Sequence[str]) -> dict[str, Any]:
+    value = data.get(key) or {}
+    if not isinstance(value, Mapping):
+        raise SweepError(f"{where}: {key} must be a mapping with keys {', '.join(valid)}")
+    check_keys(f"{where}: {key}", value, valid)
+    return dict(value)
 
 
 def trial_id(config: Mapping[str, Any]) -> str:
@@ -151,45 +168,30 @@ def _safe(name: str) -> str:
     return keep.strip("._") or "row"
 
 
-def import_user_modules(modules: Sequence[str], base: Path, where: str) -> None:
-    """Import the sweep's ``imports:`` (the sweep file's folder first on sys.path)."""
-    for entry in (str(base), str(Path.cwd())):
-        if entry not in sys.path:
-            sys.path.insert(0, entry)
-    for mod in modules:
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name and mod.startswith(exc.name):
-                raise SweepError(
-                    f"{where}: imports: no module {mod!r} (looked beside the sweep file and on sys.path); "
-                    "fix the name or install it"
-                ) from None
-            raise
+# ----------------------------------------------------------------------------------------------
+# The file's own keys
+# ----------------------------------------------------------------------------------------------
 
 
-def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> Sweep:
-    """Parse, validate and expand a sweep file; ``overrides`` (dotlist) apply to every trial."""
-    from ablate.config import read_yaml
-
-    file = resolve_sweep_path(path)
+def _read(file: Path) -> dict[str, Any]:
     try:
-        data = read_yaml(file)
+        return read_yaml(file)
     except ConfigError as exc:
-        raise SweepError(str(exc)) from None
-    where = str(file)
-    _check_keys(where, data, list(SWEEP_KEYS))
-    for required in ("experiment", "rows"):
-        if required not in data:
-            raise SweepError(f"{where}: missing key {required!r} ({SWEEP_KEYS[required]})")
-    name = str(data.get("name") or file.stem)
-    if not name or "/" in name:
-        raise SweepError(f"{where}: name {name!r} must be a non-empty name without '/'")
-    experiment = (file.parent / str(data["experiment"])).resolve()
-    if not experiment.is_file():
-        raise SweepError(f"{where}: experiment: no such file {experiment} (paths are relative to the sweep file)")
+        import yaml
 
-    seeds = data.get("seeds", [1])
+        try:
+            top = yaml.safe_load(file.read_text(encoding="utf-8"))
+        except (yaml.YAMLError, OSError, UnicodeDecodeError):
+            top = None
+        if isinstance(top, list):
+            raise SweepError(
+                f"{file}: the top level of a sweep file must be a mapping (name:, experiment:, rows:); "
+                "a list of rows goes under `rows:`"
+            ) from None
+        raise SweepError(str(exc)) from None
+
+
+def _check_seeds(where: str, seeds: Any) -> tuple[int, ...]:
     if (
         not isinstance(seeds, list)
         or not seeds
@@ -198,19 +200,25 @@ def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> Sweep:
         raise SweepError(f"{where}: seeds must be a non-empty list of integers, got {seeds!r}")
     if len(set(seeds)) != len(seeds):
         raise SweepError(f"{where}: seeds lists a seed twice: {seeds}")
-    max_retries = data.get("max_retries", 2)
-    if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
-        raise SweepError(f"{where}: max_retries must be an integer >= 0, got {max_retries!r}")
-    store = str(data.get("store", "sqlite"))
+    return tuple(seeds)
+
+
+def _check_store(where: str, store: Any) -> str:
+    """The store's syntax; whether an SQLAlchemy URL names a known database is checked by the store."""
+    store = str(store)
     if store.startswith("journal:") and not store[len("journal:") :]:
         raise SweepError(f"{where}: store: journal: needs a path, e.g. journal:sweeps.journal")
     if store != "sqlite" and not store.startswith("journal:") and "://" not in store:
         raise SweepError(
             f"{where}: store {store!r}: use sqlite, journal:PATH or an SQLAlchemy URL like postgresql://..."
         )
+    return store
 
+
+def _check_numbers(where: str, data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(wandb, heartbeat, cost) mappings, checked."""
     wandb = _mapping(where, data, "wandb", WANDB_KEYS)
-    if wandb.get("mode", "auto") not in ("auto", "online", "offline", "disabled"):
+    if wandb.get("mode", "auto") not in WANDB_MODES:
         raise SweepError(f"{where}: wandb.mode must be auto, online, offline or disabled, got {wandb['mode']!r}")
     heartbeat = {"interval_s": 10.0, "grace_s": 120.0, **_mapping(where, data, "heartbeat", HEARTBEAT_KEYS)}
     cost = _mapping(where, data, "cost", COST_KEYS)
@@ -219,146 +227,95 @@ def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> Sweep:
             raise SweepError(f"{where}: {key} must be a positive number, got {value!r}")
     if heartbeat["grace_s"] <= heartbeat["interval_s"]:
         raise SweepError(f"{where}: heartbeat.grace_s must exceed heartbeat.interval_s")
+    return wandb, heartbeat, cost
 
-    launcher = data.get("launcher", {"name": "local"})
+
+def _check_launcher(where: str, launcher: Any) -> dict[str, Any]:
     if isinstance(launcher, str):
         launcher = {"name": launcher}
     if not isinstance(launcher, Mapping):
         raise SweepError(f"{where}: launcher must be a name or {{name: local|slurm, ...}}, got {launcher!r}")
-    from ablate.sweep.launch import LAUNCHERS
+    return {**launcher, "name": str(launcher.get("name", "local"))}
 
-    lname = launcher.get("name", "local")
-    if lname not in LAUNCHERS:
-        raise SweepError(f"{where}: launcher: {LAUNCHERS.unknown_message(lname)}")
-    launcher = LAUNCHERS.get(lname).validate(dict(launcher, name=lname), f"{where}: launcher")
 
+def _check_top(where: str, data: Mapping[str, Any]) -> tuple[str, int, tuple[str, ...]]:
+    """(name, max_retries, imports)."""
+    check_keys(where, data, list(SWEEP_KEYS))
+    for required in ("experiment", "rows"):
+        if required not in data:
+            raise SweepError(f"{where}: missing key {required!r} ({SWEEP_KEYS[required]})")
+    name = data.get("name")
+    if name is not None and not isinstance(name, str):
+        raise SweepError(f"{where}: name must be a string, got {name!r} (quote it)")
+    if name is not None and (not name or "/" in name):
+        raise SweepError(f"{where}: name {name!r} must be a non-empty name without '/'")
+    max_retries = data.get("max_retries", 2)
+    if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
+        raise SweepError(f"{where}: max_retries must be an integer >= 0, got {max_retries!r}")
     imports = data.get("imports") or []
     if not isinstance(imports, list) or not all(isinstance(m, str) for m in imports):
         raise SweepError(f"{where}: imports must be a list of module names, got {imports!r}")
-    import_user_modules(imports, file.parent, where)
+    return name or "", max_retries, tuple(imports)
 
-    runs_root = (file.parent / str(data.get("runs", "runs"))).resolve()
-    sweep_layer = as_layer(f"{where}: overrides", data.get("overrides"))
+
+def read_sweep_file(path: str | Path) -> SweepFile:
+    """Parse a sweep file and check its own keys (rows are checked by :func:`expand`)."""
+    file = resolve_sweep_path(path)
+    data = _read(file)
+    where = str(file)
+    name, max_retries, imports = _check_top(where, data)
+    experiment = (file.parent / str(data["experiment"])).resolve()
+    if not experiment.is_file():
+        raise SweepError(f"{where}: experiment: no such file {experiment} (paths are relative to the sweep file)")
+    wandb, heartbeat, cost = _check_numbers(where, data)
     rows = data["rows"]
     if not isinstance(rows, list) or not rows:
         raise SweepError(f"{where}: rows must be a non-empty list of {{name, group, overrides}}")
-
-    trials: list[Trial] = []
-    seen_rows: dict[str, int] = {}
-    seen_ids: dict[str, str] = {}
-    for index, row in enumerate(rows):
-        rwhere = f"{where}: row {index + 1}"
-        if not isinstance(row, Mapping) or "name" not in row:
-            raise SweepError(
-                f"{rwhere}: a row must be a mapping with at least name: (e.g. {{name: base, group: base}})"
-            )
-        rwhere = f"{where}: row {row['name']!r}"
-        _check_keys(rwhere, row, ROW_KEYS)
-        resources = row.get("resources") or {}
-        if not isinstance(resources, Mapping):
-            raise SweepError(f"{rwhere}: resources must be a mapping of launcher settings")
-        if resources:
-            LAUNCHERS.get(lname).validate({**launcher, **resources}, f"{rwhere}: resources")
-        row_layer = as_layer(f"{rwhere}: overrides", row.get("overrides"))
-        for label, paper, exp_layer in expand_row(rwhere, row):
-            if label in seen_rows:
-                raise SweepError(
-                    f"{where}: row name {label!r} appears twice (rows {seen_rows[label]} and {index + 1}); "
-                    "names must be unique"
-                )
-            seen_rows[label] = index + 1
-            layer = merge(row_layer, exp_layer)
-            for seed in seeds:
-                trials.append(
-                    _make_trial(
-                        file,
-                        name,
-                        experiment,
-                        sweep_layer,
-                        layer,
-                        overrides,
-                        seed,
-                        label,
-                        row,
-                        paper,
-                        len(trials),
-                        runs_root,
-                        wandb,
-                        dict(resources),
-                    )
-                )
-                t = trials[-1]
-                if t.trial_id in seen_ids:
-                    raise SweepError(
-                        f"{where}: row {label!r} (seed {seed}) resolves to the same config as row "
-                        f"{seen_ids[t.trial_id]!r}; "
-                        "remove one of them or make their overrides differ"
-                    )
-                seen_ids[t.trial_id] = label
-    return Sweep(
+    return SweepFile(
         path=file,
-        name=name,
+        name=name or file.stem,
         experiment=experiment,
-        store=store,
-        launcher=launcher,
+        store=_check_store(where, data.get("store", "sqlite")),
+        launcher=_check_launcher(where, data.get("launcher", {"name": "local"})),
         wandb=wandb,
-        imports=tuple(imports),
+        imports=imports,
         max_retries=max_retries,
         heartbeat=heartbeat,
         cost=cost,
-        runs_root=runs_root,
-        trials=tuple(trials),
+        runs_root=(file.parent / str(data.get("runs", "runs"))).resolve(),
+        seeds=_check_seeds(where, data.get("seeds", [1])),
+        layer=as_layer(f"{where}: overrides", data.get("overrides")),
+        rows=tuple(rows),
     )
 
 
-def _mapping(where: str, data: Mapping[str, Any], key: str, valid: Sequence[str]) -> dict[str, Any]:
-    value = data.get(key) or {}
-    if not isinstance(value, Mapping):
-        raise SweepError(f"{where}: {key} must be a mapping with keys {', '.join(valid)}")
-    _check_keys(f"{where}: {key}", value, valid)
-    return dict(value)
+# ----------------------------------------------------------------------------------------------
+# Rows -> trials
+# ----------------------------------------------------------------------------------------------
 
 
-def _make_trial(
-    file: Path,
-    sweep_name: str,
-    experiment: Path,
-    sweep_layer: dict[str, Any],
-    layer: dict[str, Any],
-    cli: Sequence[str],
-    seed: int,
-    label: str,
-    row: Mapping[str, Any],
-    paper: str | None,
-    order: int,
-    runs_root: Path,
-    wandb: Mapping[str, Any],
-    resources: dict[str, Any],
-) -> Trial:
+def _make_trial(sf: SweepFile, row: Mapping[str, Any], label: str, paper: str | None, layer: dict[str, Any],
+                cli: Sequence[str], seed: int, order: int) -> Trial:  # fmt: skip
     group = str(row.get("group", ""))
     layers: list[tuple[str, Any]] = []
-    if sweep_layer:
-        layers.append((f"{file}: overrides", sweep_layer))
+    if sf.layer:
+        layers.append((f"{sf.path}: overrides", sf.layer))
     if layer:
-        layers.append((f"{file}: row {label!r}", layer))
+        layers.append((f"{sf.path}: row {label!r}", layer))
     if cli:
         layers.append(("command line", list(cli)))
-    layers.append((f"{file}: seeds", {"train": {"seed": seed}}))
-    logging: dict[str, Any] = {"group": sweep_name, "name": label, "tags": [t for t in (group,) if t]}
-    if wandb.get("project"):
-        logging["project"] = wandb["project"]
-    if wandb.get("entity"):
-        logging["entity"] = wandb["entity"]
-    if wandb.get("mode"):
-        logging["wandb"] = wandb["mode"]
-    layers.append((f"{file}: wandb", {"logging": logging}))
+    layers.append((f"{sf.path}: seeds", {"train": {"seed": seed}}))
+    logging: dict[str, Any] = {"group": sf.name, "name": label, "tags": [t for t in (group,) if t]}
+    for key, target in (("project", "project"), ("entity", "entity"), ("mode", "wandb")):
+        if sf.wandb.get(key):
+            logging[target] = sf.wandb[key]
+    layers.append((f"{sf.path}: wandb", {"logging": logging}))
     try:
-        cfg = load_config(experiment, layers=layers)
+        config = to_dict(load_config(sf.experiment, layers=layers))
     except ConfigError as exc:
         raise SweepError(str(exc)) from None
-    config = to_dict(cfg)
     tid = trial_id(config)
-    run_dir = runs_root / sweep_name / f"{_safe(label)}-s{seed}-{tid[:8]}"
+    run_dir = sf.runs_root / sf.name / f"{_safe(label)}-s{seed}-{tid[:8]}"
     config["logging"]["output_dir"] = str(run_dir.parent)
     return Trial(
         trial_id=tid,
@@ -370,8 +327,50 @@ def _make_trial(
         overrides=tuple(dotlist(layer)),
         config=config,
         run_dir=str(run_dir),
-        resources=resources,
+        resources=dict(row.get("resources") or {}),
     )
+
+
+def expand(sf: SweepFile, overrides: Sequence[str] = ()) -> Sweep:
+    """Every trial of a checked sweep file; ``overrides`` (dotlist) apply to every trial."""
+    where = str(sf.path)
+    trials: list[Trial] = []
+    seen_rows: dict[str, int] = {}
+    seen_ids: dict[str, str] = {}
+    for index, row in enumerate(sf.rows):
+        rwhere = check_row(where, index, row)
+        row_layer = as_layer(f"{rwhere}: overrides", row.get("overrides"))
+        for label, paper, exp_layer in expand_row(rwhere, row):
+            if label in seen_rows:
+                raise SweepError(
+                    f"{where}: row name {label!r} appears twice (rows {seen_rows[label]} and {index + 1}); "
+                    "names must be unique"
+                )
+            seen_rows[label] = index + 1
+            for seed in sf.seeds:
+                t = _make_trial(sf, row, label, paper, merge(row_layer, exp_layer), overrides, seed, len(trials))
+                if t.trial_id in seen_ids:
+                    raise SweepError(
+                        f"{where}: row {label!r} (seed {seed}) resolves to the same config as row "
+                        f"{seen_ids[t.trial_id]!r}; remove one of them or make their overrides differ"
+                    )
+                seen_ids[t.trial_id] = label
+                trials.append(t)
+    header = {k: getattr(sf, k) for k in ("path", "name", "experiment", "store", "launcher", "wandb", "imports")}
+    return Sweep(
+        **header,
+        max_retries=sf.max_retries,
+        heartbeat=sf.heartbeat,
+        cost=sf.cost,
+        runs_root=sf.runs_root,
+        trials=tuple(trials),
+        overrides=tuple(overrides),
+    )
+
+
+def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> Sweep:
+    """Parse, check and expand a sweep file (pure: its ``imports:`` must already be imported)."""
+    return expand(read_sweep_file(path), overrides)
 
 
 def describe_trial(t: Trial) -> dict[str, Any]:

@@ -10,9 +10,14 @@ Creation of trials happens under a file lock next to the store, so two controlle
 do not enqueue the same trial twice; for server databases (no shared file) a claim also refuses an
 attempt that a lower-numbered twin already holds.
 
-User attributes of an Optuna trial (``A_*`` names below): ablate id, attempt, row, group, paper,
-seed, order, overrides, config, run_dir, wandb_id; at run time token, host, pid, heartbeat,
-slurm_job; at the end metrics or failure + failure_kind.
+User attributes of an Optuna trial: ablate id, attempt, row, group, paper, seed, order, overrides,
+config, run_dir, wandb_id; at run time token, host, pid, heartbeat, slurm_job; at the end metrics or
+failure + failure_kind. User attributes of the study: imports, import_path, heartbeat and
+``overrides`` (the command-line overrides of the last `ablate sweep`; absent in stores written
+before they were recorded, which reads as none).
+
+What a trial's attempts amount to (done / running / waiting / failed) is decided in one place,
+:mod:`ablate.sweep.state`; :meth:`SweepStore.trial_states` gives that view for a whole sweep.
 """
 
 from __future__ import annotations
@@ -23,20 +28,17 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ablate.sweep.errors import SweepError
-from ablate.sweep.spec import Sweep, Trial
+from ablate.sweep.spec import Sweep, SweepFile, Trial
+from ablate.sweep.state import Attempt, TrialView, views
 
-# Failure kinds. Diverged trials are final (rerunning the same seed diverges again); cancelled ones
-# wait for the next `ablate sweep`; the rest are retried up to max_retries within a run.
-FINAL_KINDS = ("diverged", "duplicate")
-NO_AUTO_RETRY = ("diverged", "duplicate", "cancelled")
+OVERRIDES_ATTR = "overrides"  # study user attribute: command-line overrides of the last `ablate sweep`
 
 
-def store_url(sweep: Sweep) -> str:
+def store_url(sweep: Sweep | SweepFile) -> str:
     """The store of a sweep as a URL a worker can reopen: sqlite:///abs, journal:/abs or as given."""
     if sweep.store == "sqlite":
         return f"sqlite:///{sweep.path.parent / '.ablate' / (sweep.name + '.db')}"
@@ -56,26 +58,23 @@ def _file_of(url: str) -> Path | None:
     return None
 
 
-@dataclass
-class Attempt:
-    """One Optuna trial of a sweep trial: its state and attributes."""
+def check_store_url(url: str, where: str) -> None:
+    """A server database URL must name a database SQLAlchemy knows (checked before anything runs)."""
+    if url.startswith(("sqlite:///", "journal:")):
+        return
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-    number: int
-    storage_id: int
-    state: str  # WAITING | RUNNING | COMPLETE | FAIL | PRUNED
-    attrs: dict[str, Any]
-
-    @property
-    def ablate_id(self) -> str:
-        return str(self.attrs.get("ablate_id", ""))
-
-    @property
-    def attempt(self) -> int:
-        return int(self.attrs.get("attempt", 0))
-
-    @property
-    def kind(self) -> str | None:
-        return self.attrs.get("failure_kind")
+    try:
+        make_url(url).get_dialect()
+    except (ArgumentError, NoSuchModuleError, ValueError) as exc:
+        scheme = url.split("://")[0]
+        raise SweepError(
+            f"{where}: store {url!r}: unknown database {scheme!r} ({type(exc).__name__}); "
+            "use sqlite, journal:PATH or an SQLAlchemy URL like postgresql://user@host/db"
+        ) from None
+    except ImportError as exc:
+        raise SweepError(f"{where}: store {url!r}: its database driver is not installed ({exc})") from None
 
 
 class SweepStore:
@@ -89,7 +88,7 @@ class SweepStore:
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
-    def for_sweep(cls, sweep: Sweep) -> SweepStore:
+    def for_sweep(cls, sweep: Sweep | SweepFile) -> SweepStore:
         return cls(store_url(sweep), sweep.name)
 
     def exists(self) -> bool:
@@ -185,10 +184,29 @@ class SweepStore:
             lst.sort(key=lambda a: (a.attempt, a.number))
         return out
 
+    def trial_states(self, sweep: Sweep) -> list[TrialView]:
+        """Every trial of the sweep file with its state (read-only: no store yet = all waiting)."""
+        return views(sweep, self.by_trial() if self.exists() else {})
+
+    def study_attrs(self) -> dict[str, Any]:
+        return dict(self.storage.get_study_user_attrs(self._study_id))
+
+    def recorded_overrides(self) -> tuple[str, ...] | None:
+        """The command-line overrides recorded by the last `ablate sweep`; None when none are recorded."""
+        if not self.exists():
+            return None
+        value = self.study_attrs().get(OVERRIDES_ATTR)
+        return tuple(str(v) for v in value) if isinstance(value, list) else None
+
     # -- writing -------------------------------------------------------------------------------
     def sync(self, sweep: Sweep) -> list[Trial]:
-        """Create every trial of the sweep that the store does not hold yet; return those created."""
+        """Create every trial of the sweep that the store does not hold yet; return those created.
+
+        Also records the sweep's command-line overrides, so `status`, `table` and a later `ablate
+        sweep` without them open the same trials.
+        """
         self._open(create=True)
+        self._storage.set_study_user_attr(self._study_id, OVERRIDES_ATTR, list(sweep.overrides))
         self._storage.set_study_user_attr(self._study_id, "imports", list(sweep.imports))
         self._storage.set_study_user_attr(self._study_id, "import_path", str(sweep.path.parent))
         self._storage.set_study_user_attr(self._study_id, "heartbeat", dict(sweep.heartbeat))
@@ -338,15 +356,3 @@ def _trial_attrs(t: Trial) -> dict[str, Any]:
         # W&B run ids allow [a-z0-9]; the trial id keeps every retry and requeue in one W&B run.
         "wandb_id": t.trial_id,
     }
-
-
-def summarize(attempts: list[Attempt]) -> tuple[str, Attempt | None]:
-    """The state of a sweep trial from its attempts: done | running | waiting | failed, and the
-    attempt that decides it (the completed one, else the newest)."""
-    if not attempts:
-        return "waiting", None
-    for a in attempts:
-        if a.state == "COMPLETE":
-            return "done", a
-    last = attempts[-1]
-    return {"RUNNING": "running", "WAITING": "waiting"}.get(last.state, "failed"), last

@@ -5,8 +5,8 @@ crash cannot take the controller down) and in-process inside a SLURM job (``run_
 trial runs a thread keeps a heartbeat in the store; a worker that dies stops beating and is reaped.
 
 The trial function is ``ablate.train.run:train`` (``train(cfg, output_dir, *, resume, trainer_kwargs,
-wandb_id) -> metrics``). The environment variable ``ABLATE_TRIAL_FN=module:function`` replaces it;
-it exists for the sweep machinery's own tests (a fake trainer that sleeps, crashes or diverges).
+wandb_id) -> metrics``). Another one is passed explicitly: ``main(argv, trial_fn=...)`` or
+``run_trial(..., trial_fn=...)`` (the sweep tests' own worker script passes a fake trainer).
 """
 
 from __future__ import annotations
@@ -24,20 +24,30 @@ from pathlib import Path
 from typing import Any
 
 from ablate.errors import AblateError
+from ablate.sweep.plugins import import_plugins
 from ablate.sweep.store import SweepStore
 
-TRIAL_FN_ENV = "ABLATE_TRIAL_FN"
 DEFAULT_TRIAL_FN = "ablate.train.run:train"
+TrialFn = Callable[..., Any]
 
 
 class Interrupted(BaseException):
     """SIGTERM from the controller (Ctrl-C) or the scheduler: stop, leave the trial resumable."""
 
 
-def _trial_fn() -> Callable[..., dict[str, Any]]:
-    spec = os.environ.get(TRIAL_FN_ENV) or DEFAULT_TRIAL_FN
-    module, _, name = spec.partition(":")
+def load_trial_fn(spec: str | None = None) -> TrialFn:
+    """The function ``"module:function"`` names (default: the real trainer, imported only now)."""
+    module, _, name = (spec or DEFAULT_TRIAL_FN).partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+def _stored_config(store: SweepStore, attrs: dict[str, Any]) -> Any:
+    """The attempt's config, after importing the sweep's plugins (a row may name a variant they add)."""
+    from ablate.config import from_dict
+
+    sattrs = store.study_attrs()
+    import_plugins(sattrs.get("imports", []), Path(sattrs.get("import_path", ".")), "sweep imports")
+    return from_dict(attrs["config"], source=f"trial {attrs['row']!r} (stored config)")
 
 
 def _is_divergence(exc: BaseException) -> bool:
@@ -70,11 +80,19 @@ def slurm_trainer_kwargs() -> dict[str, Any]:
     return {"plugins": [SLURMEnvironment(auto_requeue=False)]}
 
 
-def run_trial(url: str, study: str, storage_id: int, token: str, trainer_kwargs: dict[str, Any] | None = None) -> str:
+def run_trial(
+    url: str,
+    study: str,
+    storage_id: int,
+    token: str,
+    trainer_kwargs: dict[str, Any] | None = None,
+    *,
+    trial_fn: TrialFn | None = None,
+) -> str:
     """Claim (or re-enter) an attempt and run it to the end; returns the final state name."""
     store = SweepStore(url, study)
     if int(os.environ.get("SLURM_PROCID", "0")) != 0:
-        return _run_rank(store, storage_id, trainer_kwargs)
+        return _run_rank(store, storage_id, trainer_kwargs, trial_fn or load_trial_fn())
     if not store.claim(storage_id, token):
         print(f"ablate worker: trial #{storage_id} is held by someone else; nothing to do", file=sys.stderr)
         return "SKIPPED"
@@ -82,16 +100,13 @@ def run_trial(url: str, study: str, storage_id: int, token: str, trainer_kwargs:
     attrs = attempt.attrs
     run_dir = Path(attrs["run_dir"])
     run_dir.mkdir(parents=True, exist_ok=True)
-    sattrs = store.storage.get_study_user_attrs(store._study_id)  # noqa: SLF001
-    beat = _Heartbeat(store, storage_id, float(sattrs.get("heartbeat", {}).get("interval_s", 10.0)))
+    interval = float(store.study_attrs().get("heartbeat", {}).get("interval_s", 10.0))
+    beat = _Heartbeat(store, storage_id, interval)
     beat.start()
     try:
-        from ablate.config import from_dict
-        from ablate.sweep.spec import import_user_modules
-
-        import_user_modules(sattrs.get("imports", []), Path(sattrs.get("import_path", ".")), "sweep imports")
-        cfg = from_dict(attrs["config"], source=f"trial {attrs['row']!r} (stored config)")
-        metrics = _trial_fn()(
+        cfg = _stored_config(store, attrs)
+        fn = trial_fn or load_trial_fn()  # after the claim: importing the trainer takes seconds
+        metrics = fn(
             cfg, str(run_dir), resume=True, trainer_kwargs=trainer_kwargs or None, wandb_id=attrs.get("wandb_id")
         )
         beat.stopped.set()
@@ -119,23 +134,17 @@ def run_trial(url: str, study: str, storage_id: int, token: str, trainer_kwargs:
         beat.stopped.set()
 
 
-def _run_rank(store: SweepStore, storage_id: int, trainer_kwargs: dict[str, Any] | None) -> str:
+def _run_rank(store: SweepStore, storage_id: int, trainer_kwargs: dict[str, Any] | None, fn: TrialFn) -> str:
     """A DDP rank other than 0 in a multi-task SLURM job: train alongside rank 0, record nothing
     (rank 0 owns the claim, the heartbeat and the result)."""
-    from ablate.config import from_dict
-    from ablate.sweep.spec import import_user_modules
-
     attrs = store.get(storage_id).attrs
-    sattrs = store.storage.get_study_user_attrs(store._study_id)  # noqa: SLF001
-    import_user_modules(sattrs.get("imports", []), Path(sattrs.get("import_path", ".")), "sweep imports")
-    cfg = from_dict(attrs["config"], source=f"trial {attrs['row']!r} (stored config)")
-    _trial_fn()(
-        cfg, attrs["run_dir"], resume=True, trainer_kwargs=trainer_kwargs or None, wandb_id=attrs.get("wandb_id")
-    )
+    cfg = _stored_config(store, attrs)
+    fn(cfg, attrs["run_dir"], resume=True, trainer_kwargs=trainer_kwargs or None, wandb_id=attrs.get("wandb_id"))
     return "RANK"
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, trial_fn: TrialFn | None = None) -> int:
+    """``python -m ablate.sweep.worker --url ... --study ... --trial N --token T`` (one claimed trial)."""
     p = argparse.ArgumentParser(prog="python -m ablate.sweep.worker", description="run one claimed sweep trial")
     p.add_argument("--url", required=True, help="store URL (sqlite:///..., journal:PATH, ...)")
     p.add_argument("--study", required=True, help="study (sweep) name")
@@ -147,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         raise Interrupted()
 
     signal.signal(signal.SIGTERM, _on_term)
-    state = run_trial(args.url, args.study, args.trial, args.token)
+    state = run_trial(args.url, args.study, args.trial, args.token, trial_fn=trial_fn)
     print(json.dumps({"trial": args.trial, "state": state}))
     return 0 if state in ("COMPLETE", "SKIPPED") else 1
 

@@ -1,4 +1,6 @@
-"""ablate.train: the LightningModule, the paper's recipe, decoding, metrics and the run engine.
+"""ablate.train: the LightningModule, the paper's recipe (loss, schedule), the Trainer and its callbacks,
+and the run engine.
 
-`train(cfg)` and `evaluate_run(run_dir)` live in ablate/train/run.py (imported lazily: Lightning is slow to import).
+`train(cfg)` lives in ablate/train/run.py (imported lazily: Lightning is slow to import); evaluation
+(decoding, BLEU, PPL, `evaluate_run`) is ablate.eval, and `ablate.train.run.evaluate_run` re-exports it.
 """

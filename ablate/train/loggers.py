@@ -20,7 +20,7 @@ from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from omegaconf import DictConfig
 
 from ablate.config import to_dict
-from ablate.train.rundir import wandb_mode
+from ablate.tracking import wandb_mode
 
 
 class _AppendingWriter(ExperimentWriter):
@@ -76,9 +76,19 @@ def build_loggers(cfg: DictConfig, run_dir: Path, run_id: str, resume_step: int 
         lg = cfg.logging
         # flush the offline .wandb file every second (default 15 s: a SIGKILL would lose those rows)
         settings = wandb.Settings(x_transaction_log_flush_interval=1, silent=True)
-        loggers.append(WandbLogger(
-            project=lg.project, entity=lg.entity, group=lg.group, name=lg.name or run_dir.name,
-            tags=list(lg.tags), id=run_id, resume="allow", save_dir=str(run_dir), mode=mode,
-            config=to_dict(cfg), settings=settings,
-        ))
+        loggers.append(
+            WandbLogger(
+                project=lg.project,
+                entity=lg.entity,
+                group=lg.group,
+                name=lg.name or run_dir.name,
+                tags=list(lg.tags),
+                id=run_id,
+                resume="allow",
+                save_dir=str(run_dir),
+                mode=mode,
+                config=to_dict(cfg),
+                settings=settings,
+            )
+        )
     return loggers

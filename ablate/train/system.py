@@ -7,25 +7,27 @@ It takes only primitives (the model section as a plain dict, the vocabulary size
 - Optimizer: Adam(beta1 0.9, beta2 0.98, eps 1e-9) with the warm-up / inverse-sqrt schedule (5.3),
   stepped per optimizer update.
 - Validation: ``val/nll`` (unsmoothed, summed over the whole dev set on every rank, then divided by
-  the token count) and ``val/ppl = exp(val/nll)`` every validation; ``val/bleu`` (beam search, sacreBLEU)
-  every ``bleu_every`` validations on a capped dev subset when a :class:`BleuSet` is attached.
+  the token count) and ``val/ppl = exp(val/nll)`` every validation. Dev BLEU during training is a
+  callback (:class:`ablate.eval.callback.DevBleu`); how to decode is not the module's business.
 - The RNG state of every rank is saved in checkpoints and restored when training resumes, so a
   resumed run draws the same dropout masks as an uninterrupted one.
 """
 
 from __future__ import annotations
 
+import inspect
+from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
 import torch
 import torch.distributed as dist
 
+from ablate.config import model_section
 from ablate.errors import AblateError
 from ablate.model.build import build_model
-from ablate.train.callbacks import rng_state, set_rng_state
-from ablate.train.evaluate import BleuSet, score_bleu
 from ablate.train.losses import label_smoothed_loss, nll_loss
+from ablate.train.rng import rng_state, set_rng_state
 from ablate.train.schedule import noam_scheduler
 
 
@@ -48,22 +50,13 @@ class TranslationSystem(pl.LightningModule):
         adam_beta2: float = 0.98,
         adam_eps: float = 1e-9,
         weight_decay: float = 0.0,
-        beam_size: int = 4,
-        length_penalty: float = 0.6,
-        max_len_a: float = 1.0,
-        max_len_b: int = 50,
-        eval_batch_size: int = 64,
-        bleu_every: int = 0,
-        tokenized_bleu: bool = False,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
-        self.model = build_model(model, vocab_size, pad_id)
+        self.model = build_model(model_section(model, "TranslationSystem(model=...)"), vocab_size, pad_id)
         self.d_model = int(self.model.d_model) if hasattr(self.model, "d_model") else int(model["d_model"])
-        self.bleu_set: BleuSet | None = None  # dev subset for BLEU during training (set by run.py, not saved)
         self._val_nll = torch.zeros((), dtype=torch.float64)
         self._val_tokens = torch.zeros((), dtype=torch.float64)
-        self._validations = 0  # completed validations (decides when BLEU is due)
         self._pending_rng: dict[str, Any] | None = None
         self.train_tokens = 0  # target tokens seen by this rank since the start (or resume) of fit
 
@@ -120,31 +113,6 @@ class TranslationSystem(pl.LightningModule):
         nll = (totals[0] / totals[1].clamp(min=1)).float()
         self.log("val/nll", nll, sync_dist=False)
         self.log("val/ppl", torch.exp(nll), prog_bar=True, sync_dist=False)
-        if self.trainer.sanity_checking:
-            return
-        self._validations += 1
-        every = self.hparams.bleu_every
-        if self.bleu_set is not None and every > 0 and self._validations % every == 0:
-            score = self._dev_bleu() if self.trainer.is_global_zero else {}
-            for key, value in score.items():
-                self.log(key, value, rank_zero_only=True)
-
-    def _dev_bleu(self) -> dict[str, float]:
-        hp = self.hparams
-        assert self.bleu_set is not None
-        result = score_bleu(
-            self.model,
-            self.bleu_set,
-            beam_size=hp.beam_size,
-            alpha=hp.length_penalty,
-            max_len_a=hp.max_len_a,
-            max_len_b=hp.max_len_b,
-            batch_size=hp.eval_batch_size,
-            bos_id=hp.bos_id,
-            eos_id=hp.eos_id,
-            tokenized=hp.tokenized_bleu,
-        )
-        return {f"val/{k}": v for k, v in result.items() if isinstance(v, float)}
 
     # -- checkpoint state ----------------------------------------------------------------------------
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
@@ -156,11 +124,26 @@ class TranslationSystem(pl.LightningModule):
         else:
             states = [state]
         checkpoint["ablate_rng"] = states
-        checkpoint["ablate_validations"] = self._validations
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         states = checkpoint.get("ablate_rng")
         if states:
             rank = self.trainer.global_rank if self._trainer is not None else 0
             self._pending_rng = states[rank] if rank < len(states) else states[0]
-        self._validations = int(checkpoint.get("ablate_validations", 0))
+
+
+def load_system(path: str | Path, map_location: Any = "cpu") -> TranslationSystem:
+    """A TranslationSystem from a checkpoint. Checkpoints written before issue 10 also hold the decoding
+    settings as hyperparameters (beam_size, length_penalty, ...): they now come from the run's
+    ``eval`` config, so hyperparameters the constructor no longer takes are dropped."""
+    ckpt = torch.load(path, map_location=map_location, weights_only=False)
+    known = set(inspect.signature(TranslationSystem.__init__).parameters) - {"self"}
+    hparams = {k: v for k, v in ckpt.get("hyper_parameters", {}).items() if k in known}
+    system = TranslationSystem(**hparams)
+    system.load_state_dict(ckpt["state_dict"])
+    return system.to(map_location)
+
+
+def checkpoint_step(path: str | Path) -> int:
+    """The optimizer step a Lightning checkpoint was written at (memory-mapped: the weights are not read)."""
+    return int(torch.load(path, map_location="cpu", mmap=True, weights_only=False)["global_step"])

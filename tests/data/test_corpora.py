@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ablate.data import corpora, download
-from ablate.data.corpora import CORPORA, build_corpus
+from ablate.data.catalog import CORPORA, build_corpus
 from ablate.data.errors import DataError
 from ablate.data.prepare import prepare_data
 from ablate.registry import RegistryError
@@ -41,10 +41,18 @@ def _cfg_with(data_cfg, **values):
 
 
 def test_unknown_corpus_option_names_the_key(cache: Path) -> None:
-    with pytest.raises(DataError, match=r"data.args.n_trian: not an option of the builtin corpus"):
+    with pytest.raises(
+        DataError, match=r"data.args.n_trian: not an option of the builtin corpus; did you mean n_train"
+    ):
         _build("builtin", {"n_trian": 5}, None, cache)
-    with pytest.raises(DataError, match=r"data.args.mirror: not an option of the multi30k corpus"):
+    with pytest.raises(DataError, match=r"data.args.mirror: not an option of the multi30k corpus \(valid: download\)"):
         _build("multi30k", {"mirror": "x"}, None, cache)
+    with pytest.raises(DataError, match=r"data.args.n_train: must be >= 1, got 0"):
+        _build("builtin", {"n_train": 0}, None, cache)
+    with pytest.raises(DataError, match=r"data.args.download: must be a bool, got 'no'"):
+        _build("multi30k", {"download": "no"}, None, cache)
+    with pytest.raises(DataError, match=r"data.args.train: the textfiles corpus needs this option \(data.args.trian"):
+        _build("textfiles", {"trian": "x"}, None, cache)
 
 
 def test_textfiles_prefix_and_pairs(tmp_path: Path, cache: Path, write_pair) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ablate.config import load_config
+from ablate.config import ConfigError, load_config
 from ablate.data.errors import DataError
 from ablate.data.prepare import Prepared, prepare_data
 from ablate.data.tokenizer import EOS_ID
@@ -106,9 +106,9 @@ def test_empty_corpus_and_vocab_too_large(tmp_path: Path, cache: Path, write_pai
     assert [p.name for p in (cache / "prepared").iterdir() if not p.name.endswith(".lock")] == []
 
 
-def test_unknown_split_names_the_key(data_cfg) -> None:
-    with pytest.raises(DataError, match=r"data\.valid_split: corpus builtin has no split 'dev'"):
-        prepare_data(data_cfg("data.valid_split=dev"), progress=False)
+def test_unknown_split_is_refused_at_load(data_cfg) -> None:
+    with pytest.raises(ConfigError, match=r"command line: data\.valid_split: corpus builtin has no split 'dev'"):
+        data_cfg("data.valid_split=dev")
 
 
 def _prepare_in_child(cache: str, queue) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ablate.data import download, wmt14
-from ablate.data.corpora import build_corpus
+from ablate.data.catalog import build_corpus
 from ablate.data.errors import DataError
 
 SGM = """<srcset setid="newstest2014" srclang="any">

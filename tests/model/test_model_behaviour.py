@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from ablate.config import model_section
 from ablate.model import PositionalEncoding, build_model
 from ablate.model.transformer import Transformer
 
@@ -18,7 +19,7 @@ PAD = 0
 
 def _model(cfg: dict[str, Any], seed: int = 0) -> Transformer:
     torch.manual_seed(seed)
-    return build_model(cfg, vocab_size=VOCAB, pad_id=PAD)
+    return build_model(model_section(cfg), vocab_size=VOCAB, pad_id=PAD)
 
 
 def _tokens(b: int, t: int, seed: int) -> torch.Tensor:

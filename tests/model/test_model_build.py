@@ -1,4 +1,4 @@
-"""build_model's inputs: DictConfig, dataclass or plain mapping; slot args; one-line errors."""
+"""build_model's one input shape (a loaded model section), slot args, and model mistakes refused at load."""
 
 from __future__ import annotations
 
@@ -6,36 +6,63 @@ from typing import Any
 
 import pytest
 import torch
+from omegaconf import OmegaConf
 
-from ablate.config import ConfigError, ModelConfig, load_config
-from ablate.model import build_model, count_parameters
+import ablate.config_check
+import ablate.model.slots
+from ablate.config import ConfigError, ModelConfig, from_dict, load_config, model_section, to_dict
+from ablate.model import build_model, count_parameters, train_flops
 
 
-def test_accepts_dictconfig_dataclass_and_mapping(tiny_model_cfg: dict[str, Any]) -> None:
-    section = load_config(overrides=[f"model.{k}={v}" for k, v in tiny_model_cfg.items()]).model
-    counts = {
-        count_parameters(section, 32),
-        count_parameters(ModelConfig(**tiny_model_cfg), 32),
-        count_parameters(tiny_model_cfg, 32),
-    }
-    assert len(counts) == 1
-    assert build_model(section, vocab_size=32).d_model == 16
+def _load(model: dict[str, Any]) -> Any:
+    """A full load (every check) of a tiny model with data lengths its 64 positions cover."""
+    return load_config(layers=[("test", {"model": model, "data": {"max_len": 8}})])
+
+
+def test_the_section_from_load_from_dict_and_model_section_is_one_shape(tiny_model_cfg: dict[str, Any]) -> None:
+    cfg = _load(tiny_model_cfg)
+    sections = [cfg.model, from_dict(to_dict(cfg)).model, model_section(tiny_model_cfg)]
+    assert len({count_parameters(s, 32) for s in sections}) == 1
+    assert all(build_model(s, vocab_size=32).d_model == 16 for s in sections)
+
+
+@pytest.mark.parametrize("shape", ["dataclass", "untyped DictConfig"])
+def test_other_shapes_are_refused(tiny_model_cfg: dict[str, Any], shape: str) -> None:
+    other = ModelConfig(**tiny_model_cfg) if shape == "dataclass" else OmegaConf.create(tiny_model_cfg)
+    for call in (lambda: build_model(other, 32), lambda: count_parameters(other, 32)):
+        with pytest.raises(TypeError, match=r"model section of a loaded config .*model_section\(mapping\)"):
+            call()
+
+
+def test_builders_do_not_check_again(tiny_model_cfg: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    section = _load(tiny_model_cfg).model
+
+    def checked_again(*_: Any, **__: Any) -> None:
+        raise AssertionError("the model section was checked a second time")
+
+    monkeypatch.setattr(ablate.config_check, "validate_config", checked_again)
+    monkeypatch.setattr(ablate.config_check._Checker, "fail", checked_again)
+    monkeypatch.setattr(ablate.model.slots, "check_slot", checked_again)
+    model = build_model(section, vocab_size=32)
+    assert count_parameters(section, 32) == sum(p.numel() for p in model.parameters())
+    assert train_flops(section, 32, src_tokens=100, tgt_tokens=100) > 0
 
 
 def test_slot_args_reach_the_module(tiny_model_cfg: dict[str, Any]) -> None:
-    model = build_model({**tiny_model_cfg, "norm": {"name": "layernorm", "args": {"eps": 1e-3}}}, vocab_size=32)
+    cfg = _load({**tiny_model_cfg, "norm": {"name": "layernorm", "args": {"eps": 1e-3}}})
+    model = build_model(cfg.model, vocab_size=32)
     assert model.encoder_layers[0].res_attn.norm.eps == 1e-3
 
 
 def test_different_encoder_and_decoder_depths(tiny_model_cfg: dict[str, Any]) -> None:
-    model = build_model({**tiny_model_cfg, "n_enc_layers": 3, "n_dec_layers": 2}, vocab_size=32)
+    model = build_model(_load({**tiny_model_cfg, "n_enc_layers": 3, "n_dec_layers": 2}).model, vocab_size=32)
     assert (len(model.encoder_layers), len(model.decoder_layers)) == (3, 2)
 
 
 @pytest.mark.parametrize(
     ("change", "match"),
     [
-        ({"n_head": 2}, r"unknown key 'model\.n_head'; did you mean model\.n_heads"),
+        ({"n_head": 2}, r"test: unknown key 'model\.n_head'; did you mean model\.n_heads"),
         ({"norm": {"name": "layernorm", "args": {"epsilon": 1}}}, r"model\.norm: 'layernorm' does not take .*epsilon"),
         ({"ffn": "rellu"}, r"model\.ffn: unknown ffn 'rellu'; did you mean 'relu'"),
         ({"attention": {"nme": "mha"}}, r"model\.attention: a attention slot must be a name"),
@@ -43,20 +70,20 @@ def test_different_encoder_and_decoder_depths(tiny_model_cfg: dict[str, Any]) ->
         ({"dropout": 2.0}, r"model\.dropout: must be in \[0, 1\)"),
     ],
 )
-def test_bad_model_configs_are_one_line_config_errors(
+def test_bad_model_configs_are_one_line_config_errors_at_load(
     tiny_model_cfg: dict[str, Any], change: dict[str, Any], match: str
 ) -> None:
     with pytest.raises(ConfigError, match=match) as exc:
-        build_model({**tiny_model_cfg, **change}, vocab_size=32)
-    assert "\n" not in str(exc.value)
+        _load({**tiny_model_cfg, **change})
+    assert "\n" not in str(exc.value) and str(exc.value).startswith("test: ")
 
 
 def test_vocab_must_hold_the_pad_id(tiny_model_cfg: dict[str, Any]) -> None:
-    with pytest.raises(ConfigError, match="vocab_size"):
-        build_model(tiny_model_cfg, vocab_size=0)
+    with pytest.raises(ValueError, match="vocab_size"):
+        build_model(model_section(tiny_model_cfg), vocab_size=0)
 
 
 def test_pad_embedding_starts_at_zero(tiny_model_cfg: dict[str, Any]) -> None:
-    model = build_model(tiny_model_cfg, vocab_size=32, pad_id=0)
+    model = build_model(model_section(tiny_model_cfg), vocab_size=32, pad_id=0)
     assert torch.count_nonzero(model.src_embed.weight[0]) == 0
     assert torch.count_nonzero(model.src_embed.weight[1]) > 0

@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from ablate.config import model_section
 from ablate.model import build_model
 from ablate.model.transformer import Transformer
 
@@ -15,7 +16,7 @@ VOCAB = 32
 
 def _model(cfg: dict[str, Any]) -> Transformer:
     torch.manual_seed(0)
-    return build_model(cfg, vocab_size=VOCAB).eval()
+    return build_model(model_section(cfg), vocab_size=VOCAB).eval()
 
 
 def _tokens(b: int, t: int, seed: int) -> torch.Tensor:

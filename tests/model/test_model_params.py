@@ -9,6 +9,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
+from ablate.config import model_section
 from ablate.model import build_model, count_parameters, train_flops
 from ablate.model.build import _Slot
 from ablate.model.norm import LayerNorm
@@ -42,27 +43,30 @@ PAPER_VOCAB = 41000  # the embedding size the paper's params column is consisten
 def test_closed_form_equals_built_model(row: str) -> None:
     cfg = TABLE3[row][0]
     with torch.device("meta"):  # real size, nothing allocated
-        model = build_model(cfg, vocab_size=37000)
-    assert count_parameters(cfg, vocab_size=37000) == sum(p.numel() for p in model.parameters())
+        model = build_model(model_section(cfg), vocab_size=37000)
+    assert count_parameters(model_section(cfg), vocab_size=37000) == sum(p.numel() for p in model.parameters())
 
 
 @pytest.mark.parametrize("row", [r for r, (_, paper) in TABLE3.items() if paper is not None])
 def test_counts_match_the_papers_column(row: str) -> None:
     cfg, paper_millions = TABLE3[row]
-    ours = count_parameters(cfg, vocab_size=PAPER_VOCAB) / 1e6
+    ours = count_parameters(model_section(cfg), vocab_size=PAPER_VOCAB) / 1e6
     assert abs(ours - paper_millions) / paper_millions < 0.03, f"{row}: {ours:.1f}M vs the paper's {paper_millions}M"
 
 
 def test_closed_form_for_every_variant(variant_cfg: dict[str, Any]) -> None:
     for extra in ({}, {"tie_embeddings": False}, {"n_enc_layers": 3, "n_dec_layers": 1, "d_k": 3, "d_v": 5}):
         cfg = {**variant_cfg, **extra}
-        model = build_model(cfg, vocab_size=32)
-        assert count_parameters(cfg, vocab_size=32) == sum(p.numel() for p in model.parameters()), extra
+        model = build_model(model_section(cfg), vocab_size=32)
+        assert count_parameters(model_section(cfg), vocab_size=32) == sum(p.numel() for p in model.parameters()), extra
 
 
 def test_untied_adds_two_embedding_matrices(tiny_model_cfg: dict[str, Any]) -> None:
-    tied = count_parameters(tiny_model_cfg, vocab_size=32)
-    assert count_parameters({**tiny_model_cfg, "tie_embeddings": False}, vocab_size=32) == tied + 2 * 32 * 16
+    tied = count_parameters(model_section(tiny_model_cfg), vocab_size=32)
+    assert (
+        count_parameters(model_section({**tiny_model_cfg, "tie_embeddings": False}), vocab_size=32)
+        == tied + 2 * 32 * 16
+    )
 
 
 def test_class_without_its_own_closed_form_is_counted_on_meta() -> None:
@@ -71,8 +75,8 @@ def test_class_without_its_own_closed_form_is_counted_on_meta() -> None:
             super().__init__(d_model)
             self.scale = nn.Parameter(torch.ones(1))
 
-    assert _Slot("model.norm", ScaledNorm, {"d_model": 10}).num_params() == 21
-    assert _Slot("model.norm", LayerNorm, {"d_model": 10}).num_params() == 20
+    assert _Slot(ScaledNorm, {"d_model": 10}).num_params() == 21
+    assert _Slot(LayerNorm, {"d_model": 10}).num_params() == 20
 
 
 def test_train_flops_matches_a_flop_counter() -> None:
@@ -81,20 +85,20 @@ def test_train_flops_matches_a_flop_counter() -> None:
     # average, so that difference is removed; what remains is the bias terms train_flops includes.
     cfg = {"n_layers": 2, "d_model": 64, "d_ff": 128, "n_heads": 4, "d_k": 8, "d_v": 24, "dropout": 0.0}
     b, s, t, vocab = 4, 12, 9, 100
-    model = build_model(cfg, vocab_size=vocab)
+    model = build_model(model_section(cfg), vocab_size=vocab)
     src, tgt = torch.randint(4, vocab, (b, s)), torch.randint(4, vocab, (b, t))
     with FlopCounterMode(display=False) as counter:
         model(src, tgt).sum().backward()
     causal_saving = 3 * 2 * 4 * (8 + 24) * b * (t * t - t * (t + 1) / 2) * 2  # fwd+bwd, H(d_k+d_v), 2 layers
     expected = counter.get_total_flops() - causal_saving
-    estimate = train_flops(cfg, vocab, src_tokens=b * s, tgt_tokens=b * t, src_len=s, tgt_len=t)
+    estimate = train_flops(model_section(cfg), vocab, src_tokens=b * s, tgt_tokens=b * t, src_len=s, tgt_len=t)
     assert estimate == pytest.approx(expected, rel=0.01)
     # linear in the number of tokens at fixed lengths
-    double = train_flops(cfg, vocab, src_tokens=2 * b * s, tgt_tokens=2 * b * t, src_len=s, tgt_len=t)
+    double = train_flops(model_section(cfg), vocab, src_tokens=2 * b * s, tgt_tokens=2 * b * t, src_len=s, tgt_len=t)
     assert double == pytest.approx(2 * estimate)
 
 
 def test_train_flops_of_the_base_model() -> None:
     # ~6 x non-embedding params x tokens plus the output projection and attention: order 1e13 per 25k-token step
-    flops = train_flops({}, 37000, src_tokens=25000, tgt_tokens=25000, src_len=30, tgt_len=30)
+    flops = train_flops(model_section({}), 37000, src_tokens=25000, tgt_tokens=25000, src_len=30, tgt_len=30)
     assert 6e12 < flops < 2e13

@@ -1,14 +1,37 @@
-"""Hand-made trial results for the report tests: a mini-scale base and a few Table 3 rows."""
+"""Hand-made trial records for the table's unit tests: a mini-scale base and a few Table 3 rows.
+
+``build_table`` takes anything with the fields of ``ablate.report.table.TrialLike`` (in a sweep, the
+store's ``TrialView``s); these records are plain data with those fields. The end-to-end report tests
+(test_report_commands.py) write real trials through ``SweepStore`` instead.
+"""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from ablate.sweep.results import TrialResult
+
+@dataclass(frozen=True)
+class TrialResult:
+    """A trial as the report reads it (the fields of ablate.report.table.TrialLike)."""
+
+    trial_id: str
+    row: str
+    group: str
+    paper: str | None
+    seed: int
+    state: str  # done | running | waiting | failed
+    overrides: list[str]
+    config: dict[str, Any]
+    params: int | None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    failure: str | None = None
+    run_dir: str = ""
+
 
 # A resolved config, reduced to the keys the report reads (the Table 3 columns).
 BASE_CONFIG: dict[str, Any] = {

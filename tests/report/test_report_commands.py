@@ -1,5 +1,6 @@
-"""`ablate table` and the end-of-sweep summary on a real sweep file (results faked, store untouched),
-including the W&B summary run, written offline and read back."""
+"""`ablate table` and the end-of-sweep summary on a real sweep file and a real store (results written
+through SweepStore as a worker would, nothing trained), including the W&B summary run, written
+offline and read back."""
 
 from __future__ import annotations
 
@@ -11,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-import ablate.sweep.results as results_mod
 from ablate.cli import main
 from ablate.report.commands import print_summary
 from ablate.report.wandb_summary import TABLE_COLUMNS
-from ablate.sweep.results import TrialResult
+from ablate.sweep.loader import open_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,20 +46,16 @@ def sweep_file(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def fake_results(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Results for the sweep's real trials (real configs and ids), without running anything."""
-
-    def results_of(sweep) -> list[TrialResult]:
-        out = []
-        for t in sweep.trials:
-            done = (t.row, t.seed) in FAKE
-            ppl, bleu = FAKE.get((t.row, t.seed), (None, None))
-            out.append(TrialResult(t.trial_id, t.row, t.group, t.paper, t.seed, "done" if done else "waiting",
-                                   list(t.overrides), t.config, 100_000,
-                                   {"val/ppl": ppl, "val/bleu": bleu} if done else {}))  # fmt: skip
-        return out
-
-    monkeypatch.setattr(results_mod, "results_of", results_of)
+def fake_results(sweep_file: Path) -> None:
+    """The sweep's real trials (real configs and ids) in its real store, those in FAKE finished."""
+    opened = open_sweep(sweep_file)
+    store = opened.store
+    store.sync(opened.sweep)
+    for view in store.trial_states(opened.sweep):
+        if (view.row, view.seed) in FAKE:
+            ppl, bleu = FAKE[(view.row, view.seed)]
+            assert store.claim(view.latest.storage_id, "test")
+            store.finish(view.latest.storage_id, {"val/ppl": ppl, "val/bleu": bleu, "params": 100_000})
 
 
 def test_table_before_any_trial_ran_shows_every_row_waiting(sweep_file: Path, capsys) -> None:
@@ -115,7 +111,7 @@ def test_summary_prints_plots_and_logs_an_offline_wandb_run(
     }.items():
         monkeypatch.setenv(key, value)  # fmt: skip
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
-    report = print_summary(sweep_file)
+    report = print_summary(open_sweep(sweep_file).sweep)
     out = capsys.readouterr().out
     assert "## Table 3 reproduction: report-test" in out and "Spearman rank correlation" in out
     assert report.rows[0].ppl.mean == pytest.approx(8.2)

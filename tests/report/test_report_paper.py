@@ -71,3 +71,13 @@ def test_settings_of_a_resolved_config() -> None:
     cfg["model"]["positional"] = {"name": "rope", "args": {"base": 500}}
     assert settings_of(cfg)["positional"] == "rope(base=500)"
     assert changed_settings(settings_of(cfg), BASE_SETTINGS) == {"positional": "rope(base=500)"}
+
+
+def test_settings_of_follows_the_configs_depth_and_head_rules() -> None:
+    cfg = {
+        "model": {"n_layers": 6, "n_enc_layers": 4, "n_dec_layers": None, "d_model": 256, "d_ff": 1024,
+                  "n_heads": 4, "d_k": 32, "d_v": None, "dropout": 0.1, "positional": "sinusoidal"},
+        "train": {"label_smoothing": 0.1, "max_steps": 10},
+    }  # fmt: skip
+    settings = settings_of(cfg)
+    assert settings["N"] == "4/6" and (settings["d_k"], settings["d_v"]) == (32, 64)

@@ -1,36 +1,44 @@
 """Fixtures of the sweep tests: a tiny experiment, sweep files in tmp dirs, a fake trainer.
 
-Workers are real subprocesses (``python -m ablate.sweep.worker``); ``ABLATE_TRIAL_FN`` points them
-at ``fake_trainer.train`` (this folder on PYTHONPATH), which follows the train() contract in ms.
+Workers are real subprocesses; the ``fake_trainer`` fixture gives the local launcher
+``fake_worker.py`` as its worker command (``ablate.sweep.worker.main`` with ``fake_trainer.train``
+passed in), which follows the train() contract in milliseconds.
 """
 
 from __future__ import annotations
 
-import os
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from sweep_harness import HERE, TINY_EXPERIMENT, fake_env
+from sweep_harness import TINY_EXPERIMENT, use_fake_trainer
 
 
 @pytest.fixture
 def fake_trainer(monkeypatch: pytest.MonkeyPatch) -> None:
-    """In-process controllers (commands.sweep) start workers that use the fake trainer."""
-    for key, value in fake_env().items():
-        if os.environ.get(key) != value:
-            monkeypatch.setenv(key, value)
-    monkeypatch.syspath_prepend(str(HERE))
+    """In-process controllers (`ablate sweep` through cli.main) start workers that use the fake trainer."""
+    use_fake_trainer(monkeypatch.setattr)
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    monkeypatch.setenv("WANDB_SILENT", "true")
 
 
 @pytest.fixture
 def write_sweep(tmp_path: Path) -> Callable[..., Path]:
-    """write_sweep(rows=[...], **top_level_keys) -> path of a sweep file beside a tiny experiment."""
+    """write_sweep(rows=[...], fake={row: {mode, step_s, crash_once}}, **top_level_keys) -> path of a
+    sweep file beside a tiny experiment (``fake`` goes to fake.json, read by the fake trainer)."""
     (tmp_path / "exp.yaml").write_text(yaml.safe_dump(TINY_EXPERIMENT))
 
-    def write(rows: list[dict[str, Any]] | None = None, filename: str = "sweep.yaml", **keys: Any) -> Path:
+    def write(
+        rows: list[dict[str, Any]] | None = None,
+        filename: str = "sweep.yaml",
+        fake: dict[str, dict[str, Any]] | None = None,
+        **keys: Any,
+    ) -> Path:
+        if fake is not None:
+            (tmp_path / "fake.json").write_text(json.dumps(fake))
         data: dict[str, Any] = {
             "name": "t",
             "experiment": "exp.yaml",

@@ -1,10 +1,12 @@
-"""A stand-in for ``ablate.train.run.train`` used by the sweep tests (via ``ABLATE_TRIAL_FN``).
+"""A stand-in for ``ablate.train.run.train`` used by the sweep tests (given to workers by fake_worker.py).
 
 It honours the same contract - resumes from ``<output_dir>/checkpoints/last.ckpt``, rewrites
-``progress.json``, writes ``metrics.json``, raises ``TrainingDiverged`` on NaN - in milliseconds.
-Behaviour comes from the open ``data.args`` mapping of the config: ``fake_mode`` (ok | nan | crash),
-``fake_step_s`` (sleep per step), ``fake_crash_once`` (crash on the first attempt only).
-Every call appends one line to ``<output_dir>/calls.log`` so tests can count executions.
+``progress.json``, writes ``metrics.json`` (both through :mod:`ablate.rundir`, the format's one
+owner), raises ``TrainingDiverged`` on NaN - in milliseconds. Behaviour comes from ``fake.json``
+beside the sweep file (``write_sweep(fake=...)``; the config itself only takes real options):
+``{"*": {...}, "<row name>": {...}}`` with ``mode`` (ok | nan | crash), ``step_s`` (sleep per step)
+and ``crash_once`` (crash on the first attempt only). Every call appends one line to
+``<output_dir>/calls.log`` so tests can count executions.
 """
 
 from __future__ import annotations
@@ -15,41 +17,43 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ablate.atomic import atomic_write_json
+from ablate.rundir import RunDir
+
 
 class TrainingDiverged(RuntimeError):
     """Same name as the real one: the worker classifies it by name."""
 
 
+def behaviour(cfg: Any) -> dict[str, Any]:
+    """This row's settings from fake.json (runs go to <sweep dir>/runs/<sweep>, the output_dir)."""
+    path = Path(cfg.logging.output_dir).parent.parent / "fake.json"
+    spec = json.loads(path.read_text()) if path.exists() else {}
+    return {**spec.get("*", {}), **spec.get(cfg.logging.name, {})}
+
+
 def train(cfg: Any, output_dir: str, *, resume: bool = True, trainer_kwargs: Any = None, wandb_id: Any = None) -> dict:
-    out = Path(output_dir)
-    ckpt = out / "checkpoints" / "last.ckpt"
-    ckpt.parent.mkdir(parents=True, exist_ok=True)
-    args = dict(cfg.data.args)
-    start = json.loads(ckpt.read_text())["step"] if resume and ckpt.exists() else 0
+    run = RunDir(output_dir)
+    run.checkpoints.mkdir(parents=True, exist_ok=True)
+    args = behaviour(cfg)
+    start = json.loads(run.last_ckpt.read_text())["step"] if resume and run.last_ckpt.exists() else 0
     plugins = [type(p).__name__ for p in (trainer_kwargs or {}).get("plugins", [])]
-    with open(out / "calls.log", "a") as f:
+    calls = run.path / "calls.log"
+    with open(calls, "a") as f:
         f.write(json.dumps({"pid": os.getpid(), "start": start, "wandb_id": wandb_id, "plugins": plugins}) + "\n")
     max_steps = int(cfg.train.max_steps)
-    mode = args.get("fake_mode", "ok")
-    if mode == "crash" or (args.get("fake_crash_once") and len((out / "calls.log").read_text().splitlines()) == 1):
+    mode = args.get("mode", "ok")
+    if mode == "crash" or (args.get("crash_once") and len(calls.read_text().splitlines()) == 1):
         raise RuntimeError("fake trainer crashed on purpose")
     t0 = time.time()
     for step in range(start + 1, max_steps + 1):
-        time.sleep(float(args.get("fake_step_s", 0.0)))
+        time.sleep(float(args.get("step_s", 0.0)))
         if mode == "nan" and step == 3:
             raise TrainingDiverged(f"loss became NaN at step {step}")
-        ckpt.write_text(json.dumps({"step": step}))
-        progress = {
-            "step": step,
-            "max_steps": max_steps,
-            "train/loss": 1.0 / step,
-            "val/ppl": 10.0 + 1.0 / step,
-            "elapsed_s": time.time() - t0,
-            "eta_s": 0.0,
-        }
-        tmp = out / "progress.json.tmp"
-        tmp.write_text(json.dumps(progress))
-        tmp.replace(out / "progress.json")
+        atomic_write_json(run.last_ckpt, {"step": step})
+        elapsed = time.time() - t0
+        run.write_progress({"step": step, "max_steps": max_steps, "train/loss": 1.0 / step,
+                            "val/ppl": 10.0 + 1.0 / step, "elapsed_s": elapsed, "eta_s": 0.0})  # fmt: skip
     metrics = {
         "val/ppl": 5.0 + cfg.train.seed,
         "val/bleu": 20.0 + cfg.model.n_heads,
@@ -62,5 +66,5 @@ def train(cfg: Any, output_dir: str, *, resume: bool = True, trainer_kwargs: Any
         "wandb_run_id": wandb_id,
         "plugins": ",".join(plugins),
     }
-    (out / "metrics.json").write_text(json.dumps(metrics))
+    run.write_metrics(metrics)
     return metrics

@@ -1,6 +1,7 @@
 """The local launcher end to end with real subprocess workers (the fake trainer from conftest).
 
 Reliability: kill -9 of a trial, two controllers at once, Ctrl-C and resume, NaN, re-run = no-op.
+All multi-process: the integration tier (`pytest -m integration`).
 """
 
 from __future__ import annotations
@@ -10,13 +11,16 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from sweep_harness import ablate_cmd, calls, fake_env
 
 from ablate.cli import main
-from ablate.sweep.progress import read_progress
-from ablate.sweep.results import load_results
+from ablate.rundir import read_progress
+from ablate.sweep.loader import load_results
 from ablate.sweep.spec import load_sweep
 from ablate.sweep.store import SweepStore
+
+pytestmark = pytest.mark.integration
 
 ROWS = [{"name": f"r{i}", "group": "A", "overrides": [f"model.d_ff={16 * (i + 1)}"]} for i in range(4)]
 
@@ -38,7 +42,9 @@ def _wait(cond, timeout: float = 120.0, what: str = "condition") -> None:
 
 def test_sweep_runs_every_trial_once_and_a_rerun_launches_nothing(write_sweep, fake_trainer, capsys):
     path = write_sweep(
-        rows=ROWS[:2] + [{"name": "nan", "group": "X", "overrides": {"data.args.fake_mode": "nan"}}], seeds=[1, 2]
+        rows=ROWS[:2] + [{"name": "nan", "group": "X", "overrides": {"model.d_ff": 8}}],
+        seeds=[1, 2],
+        fake={"nan": {"mode": "nan"}},
     )
     assert main(["sweep", str(path)]) == 1  # one row diverges: reported, the others finish
     out = capsys.readouterr().out
@@ -73,10 +79,10 @@ def test_sweep_runs_every_trial_once_and_a_rerun_launches_nothing(write_sweep, f
 
 
 def test_a_crash_is_retried_and_resumes_in_the_same_run_dir(write_sweep, fake_trainer):
-    path = write_sweep(rows=[{"name": "flaky", "group": "A", "overrides": {"data.args.fake_crash_once": True}}])
+    path = write_sweep(rows=[{"name": "flaky", "group": "A"}], fake={"flaky": {"crash_once": True}})
     assert main(["sweep", str(path)]) == 0
     (r,) = load_results(path)
-    assert r.state == "done" and r.attempts == 2
+    assert r.state == "done" and r.n_attempts == 2
     assert [c["start"] for c in calls(r.run_dir)] == [0, 0]
     assert _attempts(path)["flaky"] == [(0, "FAIL", "crashed"), (1, "COMPLETE", None)]
 
@@ -84,7 +90,8 @@ def test_a_crash_is_retried_and_resumes_in_the_same_run_dir(write_sweep, fake_tr
 def test_kill_9_of_a_trial_is_reaped_retried_and_completes_once(write_sweep):
     path = write_sweep(
         rows=ROWS[:2],
-        overrides=["train.max_steps=30", "data.args.fake_step_s=0.25"],
+        overrides=["train.max_steps=30"],
+        fake={"*": {"step_s": 0.25}},
         launcher={"name": "local", "slots": 2, "poll_s": 0.2},
     )
     proc = subprocess.Popen(
@@ -115,7 +122,8 @@ def test_two_controllers_at_once_run_every_trial_exactly_once(write_sweep):
     path = write_sweep(
         rows=ROWS,
         launcher={"name": "local", "slots": 1, "poll_s": 0.2},
-        overrides=["train.max_steps=4", "data.args.fake_step_s=0.2"],
+        overrides=["train.max_steps=4"],
+        fake={"*": {"step_s": 0.2}},
     )
     procs = [
         subprocess.Popen(
@@ -133,7 +141,7 @@ def test_two_controllers_at_once_run_every_trial_exactly_once(write_sweep):
 
 
 def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(write_sweep):
-    path = write_sweep(rows=ROWS[:2], overrides=["train.max_steps=40", "data.args.fake_step_s=0.25"])
+    path = write_sweep(rows=ROWS[:2], overrides=["train.max_steps=40"], fake={"*": {"step_s": 0.25}})
     proc = subprocess.Popen(
         ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ablate.sweep.results import load_results
+from ablate.sweep.loader import load_results
 from ablate.sweep.spec import load_sweep
 from ablate.sweep.store import SweepStore
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 EXPERIMENT = {
     "model": {"n_layers": 1, "d_model": 32, "d_ff": 64, "n_heads": 2, "max_positions": 128},
@@ -59,7 +59,7 @@ def test_real_sweep_survives_kill_9_and_resumes(tmp_path: Path) -> None:
             }
         )
     )
-    env = {k: v for k, v in os.environ.items() if k != "ABLATE_TRIAL_FN"}
+    env = dict(os.environ)
     env.update(ABLATE_CACHE=str(tmp_path / "cache"), WANDB_MODE="disabled", WANDB_SILENT="true")
     proc = subprocess.Popen(
         [sys.executable, "-m", "ablate", "sweep", str(sweep_file)],

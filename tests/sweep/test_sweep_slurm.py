@@ -1,7 +1,8 @@
 """The SLURM launcher against a real slurmctld: arrays, requeue -> resume, scancel -> reported, --detach.
 
 Skipped unless ``sinfo`` answers (e.g. start the throw-away cluster of the shared tools and export
-its SLURM_CONF). Jobs inherit this environment, so they run the fake trainer too.
+its SLURM_CONF). The controller is tests/sweep/fake_controller.py, whose SLURM launcher gives each
+array task the fake trainer (``trial_fn``); jobs inherit this environment (PYTHONPATH) to import it.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ import time
 import pytest
 from sweep_harness import ablate_cmd, calls, fake_env
 
-from ablate.sweep.progress import read_progress
-from ablate.sweep.results import load_results
+from ablate.rundir import read_progress
+from ablate.sweep.loader import load_results
 from ablate.sweep.spec import load_sweep
 from ablate.sweep.store import SweepStore
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.integration]
 
 LAUNCHER = {"name": "slurm", "cpus_per_task": 1, "mem_gb": 1, "timeout_min": 10, "poll_s": 1}
 
@@ -67,7 +68,8 @@ def test_requeued_job_resumes_from_its_checkpoint(slurm_cluster, write_sweep):
         rows=[{"name": "a", "group": "A"}],
         launcher=LAUNCHER,
         heartbeat={"interval_s": 1, "grace_s": 8},
-        overrides=["train.max_steps=60", "data.args.fake_step_s=0.25"],
+        overrides=["train.max_steps=60"],
+        fake={"*": {"step_s": 0.25}},
     )
     proc = subprocess.Popen(
         ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
@@ -92,7 +94,8 @@ def test_detach_then_scancel_is_reported_as_cancelled(slurm_cluster, write_sweep
     path = write_sweep(
         rows=[{"name": "a", "group": "A"}],
         launcher=LAUNCHER,
-        overrides=["train.max_steps=200", "data.args.fake_step_s=0.25"],
+        overrides=["train.max_steps=200"],
+        fake={"*": {"step_s": 0.25}},
     )
     t0 = time.time()
     sub = subprocess.run(

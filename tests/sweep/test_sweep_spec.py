@@ -12,8 +12,9 @@ import yaml
 
 from ablate.cli import main
 from ablate.sweep.errors import SweepError
+from ablate.sweep.loader import open_sweep
 from ablate.sweep.spec import load_sweep, resolve_sweep_path, trial_id
-from ablate.sweep.store import store_url
+from ablate.sweep.store import SweepStore, store_url
 
 
 def test_rows_seeds_zip_and_grid_expand(write_sweep):
@@ -110,12 +111,17 @@ def test_trial_id_is_independent_of_row_order_file_and_logging(write_sweep):
         ({"launcher": {"name": "local", "slot": 2}}, "launcher: unknown key 'slot'; did you mean 'slots'?"),
         ({"seeds": [1, 1]}, "seeds lists a seed twice"),
         ({"store": "mysql"}, "store 'mysql'"),
+        ({"store": "foo://x"}, "store 'foo://x': unknown database 'foo'"),
+        ({"rows": [{"name": "a", "group": ["A", "B"]}]}, "row 'a': group must be a single name, got ['A', 'B']"),
+        ({"rows": [{"name": 5}]}, "row 1: name must be a non-empty string, got 5"),
+        ({"rows": [{"name": "a", "paper": {"x": 1}}]}, "row 'a': paper must be a Table 3 row key"),
+        ({"name": ["x"]}, "name must be a string"),
     ],
 )
 def test_a_broken_sweep_file_is_one_error_and_never_touches_the_store(write_sweep, capsys, change, expected):
     path = write_sweep(**change)
     with pytest.raises(SweepError) as err:
-        load_sweep(path)
+        open_sweep(path)
     assert expected in str(err.value) and str(path) in str(err.value) and "\n" not in str(err.value)
     for args in (["sweep", str(path)], ["sweep", str(path), "--dry-run"], ["status", str(path)]):
         assert main(args) == 2
@@ -123,9 +129,10 @@ def test_a_broken_sweep_file_is_one_error_and_never_touches_the_store(write_swee
     assert not (path.parent / ".ablate").exists() and not (path.parent / "runs").exists()
 
 
-def test_a_store_that_exists_is_not_modified_by_a_broken_file(write_sweep, fake_trainer):
+def test_a_store_that_exists_is_not_modified_by_a_broken_file(write_sweep):
     path = write_sweep()
-    assert main(["sweep", str(path)]) == 0
+    sweep = load_sweep(path)
+    SweepStore.for_sweep(sweep).sync(sweep)
     db = Path(store_url(load_sweep(path))[len("sqlite:///") :])
     before = (db.stat().st_mtime_ns, db.read_bytes())
     write_sweep(rows=[{"name": "base"}, {"name": "x", "overrides": ["model.norm=nope"]}])
@@ -184,3 +191,42 @@ def test_project_sweep_files_load(tmp_path):
     for f in files:
         sweep = load_sweep(f)
         assert sweep.trials and yaml.safe_load(f.read_text())["rows"]
+
+
+def test_a_top_level_list_gets_a_sweep_hint(tmp_path, capsys):
+    path = tmp_path / "rows.yaml"
+    path.write_text("- {name: base}\n- {name: h1}\n")
+    assert main(["sweep", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "top level of a sweep file must be a mapping" in err and "goes under `rows:`" in err
+    assert err.count("\n") == 1
+
+
+def test_spec_is_pure_plugins_and_launchers_are_checked_by_the_loader(write_sweep, tmp_path, monkeypatch):
+    (tmp_path / "myplugin_xyz.py").write_text("LOADED = True\n")
+    path = write_sweep(imports=["myplugin_xyz"], launcher={"name": "nope"})
+    before = list(sys.path)
+    sweep = load_sweep(path)  # pure: neither imports the plugin nor looks at the launcher
+    assert sweep.imports == ("myplugin_xyz",) and "myplugin_xyz" not in sys.modules and sys.path == before
+    with pytest.raises(SweepError, match="unknown launcher 'nope'"):
+        open_sweep(path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the loader puts the sweep's folder first
+    monkeypatch.delitem(sys.modules, "myplugin_xyz", raising=False)
+    open_sweep(write_sweep(imports=["myplugin_xyz"], filename="ok.yaml"))
+    assert sys.modules["myplugin_xyz"].LOADED
+
+
+class _ClosedPipe:
+    """stdout whose reader went away (`ablate sweep --dry-run | head -1`)."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_dry_run_into_a_closed_pipe_is_quiet(write_sweep, monkeypatch, capsys):
+    path = write_sweep()
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    assert main(["sweep", str(path), "--dry-run"]) == 141  # no traceback: like `yes | head`

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from ablate.sweep.spec import load_sweep
-from ablate.sweep.store import SweepStore, store_url, summarize
+from ablate.sweep.state import TrialView, decide
+from ablate.sweep.store import SweepStore, store_url
 
 ROWS = [{"name": f"r{i}", "group": "A", "overrides": [f"model.d_ff={16 * (i + 1)}"]} for i in range(6)]
 
@@ -19,6 +20,7 @@ def _sync(path: str, barrier) -> int:
     return len(SweepStore.for_sweep(sweep).sync(sweep))
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("store", ["sqlite", "journal:t.journal"])
 def test_two_controllers_enqueue_each_trial_once(write_sweep, store):
     path = write_sweep(rows=ROWS, seeds=[1, 2], store=store)
@@ -47,7 +49,9 @@ def test_claim_is_atomic_and_only_the_holder_reenters(write_sweep, store):
     done = st.get(a.storage_id)
     assert done.state == "COMPLETE" and done.attrs["metrics"] == {"val/ppl": 3.5, "val/bleu": 20.0}
     assert not st.claim(a.storage_id, "tok-1")
-    assert summarize(st.by_trial()[a.ablate_id])[0] == "done"
+    assert decide(st.by_trial()[a.ablate_id])[0] == "done"
+    (view,) = st.trial_states(sweep)
+    assert view.state == "done" and view.metrics["val/ppl"] == 3.5 and view.n_attempts == 1
 
 
 def test_retry_is_a_new_attempt_created_once(write_sweep):
@@ -58,12 +62,13 @@ def test_retry_is_a_new_attempt_created_once(write_sweep):
     assert st.claim(a.storage_id, "t")
     st.fail(a.storage_id, "boom\nsecond line", "crashed")
     failed = st.get(a.storage_id)
-    assert failed.attrs["failure"] == "boom" and summarize([failed])[0] == "failed"
+    assert failed.attrs["failure"] == "boom" and decide([failed])[0] == "failed"
     assert st.retry(failed) and not st.retry(failed)
     attempts = st.by_trial()[a.ablate_id]
     assert [(x.attempt, x.state) for x in attempts] == [(0, "FAIL"), (1, "WAITING")]
     assert attempts[1].attrs["run_dir"] == a.attrs["run_dir"] and "token" not in attempts[1].attrs
-    assert summarize(attempts)[0] == "waiting"
+    view = TrialView.of(sweep.trials[0], attempts)
+    assert view.state == "waiting" and view.failure is None and view.deciding is attempts[1]
 
 
 def test_stale_running_trials_are_reaped_unless_known_alive(write_sweep):
@@ -96,6 +101,7 @@ def _claim(path: str, storage_id: int, token: str, barrier) -> bool:
     return st.claim(storage_id, token)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("store", ["sqlite", "journal:t.journal"])
 def test_racing_claims_of_one_trial_have_one_winner(write_sweep, store):
     path = write_sweep(rows=ROWS[:3], store=store)
@@ -109,3 +115,22 @@ def test_racing_claims_of_one_trial_have_one_winner(write_sweep, store):
             won = pool.starmap(_claim, [(str(path), a.storage_id, f"tok{i}", barrier) for i in range(4)])
             assert sum(won) == 1, won
             assert st.get(a.storage_id).attrs["token"] == f"tok{won.index(True)}"
+
+
+def test_trial_states_are_one_view_of_the_attempts(write_sweep):
+    sweep = load_sweep(write_sweep(rows=ROWS[:4]))
+    st = SweepStore.for_sweep(sweep)
+    assert [v.state for v in st.trial_states(sweep)] == ["waiting"] * 4  # no store yet: nothing created
+    assert not st.exists()
+    st.sync(sweep)
+    done, failed, running, _ = (st.by_trial()[t.trial_id][0] for t in sweep.trials)
+    for a in (done, failed, running):
+        assert st.claim(a.storage_id, "t")
+    st.finish(done.storage_id, {"val/ppl": 4.0, "params": 77})
+    st.fail(failed.storage_id, "loss became NaN at step 3", "diverged")
+    views = st.trial_states(sweep)
+    assert [v.state for v in views] == ["done", "failed", "running", "waiting"]
+    assert views[0].metrics == {"val/ppl": 4.0, "params": 77} and views[0].params == 77
+    assert views[1].failure == "loss became NaN at step 3" and views[1].metrics == {}
+    assert views[3].params > 0  # not run yet: the closed form from its config
+    assert [v.row for v in views] == ["r0", "r1", "r2", "r3"] and views[2].latest.state == "RUNNING"

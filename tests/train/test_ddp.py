@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from .conftest import MINI, TINY_RUN
 
 SCRIPT = textwrap.dedent(
@@ -25,14 +27,24 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.integration
 def test_two_process_gloo_ddp_trains_and_evaluates(tmp_path):
     script = tmp_path / "ddp_train.py"
     script.write_text(SCRIPT)
-    overrides = [*TINY_RUN, "train.max_steps=6", "trainer.accelerator=cpu", "trainer.devices=2",
-                 "trainer.strategy=ddp_spawn"]
+    overrides = [
+        *TINY_RUN,
+        "train.max_steps=6",
+        "trainer.accelerator=cpu",
+        "trainer.devices=2",
+        "trainer.strategy=ddp_spawn",
+    ]
     out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, str(script), str(out), str(MINI), json.dumps(overrides)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(out), str(MINI), json.dumps(overrides)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("METRICS "))
     metrics = json.loads(line.removeprefix("METRICS "))

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from lightning.pytorch.callbacks import Timer
 
-from ablate.train.callbacks import _sooner, _time_left
+from ablate.train.monitor import _sooner, _time_left
 
 
 def test_eta_is_capped_by_max_time() -> None:

@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
-from ablate.train.decode import greedy_search
+from ablate.eval.decode import greedy_search
+from ablate.eval.settings import DecodeSettings
 from ablate.train.system import TrainingDiverged, TranslationSystem
 
 PAD, BOS, EOS = 0, 2, 3
@@ -30,8 +31,15 @@ def copy_batch(n: int, vocab: int, gen: torch.Generator, lengths: tuple[int, int
 
 
 def trainer(**kw) -> pl.Trainer:
-    base = dict(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                enable_model_summary=False, num_sanity_val_steps=0)
+    base = dict(
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+    )
     return pl.Trainer(**{**base, **kw})
 
 
@@ -111,6 +119,6 @@ def test_tiny_model_learns_the_copy_task(tiny_model_cfg):
     data = [copy_batch(64, vocab, gen) for _ in range(400)]
     trainer(max_steps=400).fit(system, train_dataloaders=DataLoader(data, batch_size=None))
     test = copy_batch(200, vocab, torch.Generator().manual_seed(99))
-    hyps = greedy_search(system.model.eval(), test["src"], max_len_b=10)
+    hyps = greedy_search(system.model.eval(), test["src"], DecodeSettings(beam_size=1, max_len_b=10))
     exact = sum(h.tokens == row[row > EOS].tolist() for h, row in zip(hyps, test["src"])) / len(hyps)
     assert exact >= 0.95

@@ -1,12 +1,35 @@
 """Launchers: where a sweep's trials run. ``LAUNCHERS`` maps a sweep file's ``launcher.name`` to a class.
 
 ``local`` runs trials as subprocesses on this machine; ``slurm`` submits them as job arrays through
-submitit. Both share the controller loop of :mod:`ablate.sweep.launch.base`.
+submitit. Both share the controller loop of :mod:`ablate.sweep.launch.base`. Importing this package
+registers both (submitit itself is imported only when a SLURM sweep starts).
 """
 
-from ablate.registry import Registry
+from __future__ import annotations
 
-LAUNCHERS: Registry = Registry("launcher", "where a sweep's trials run (sweep file: launcher.name)")
+from collections.abc import Iterable
+from typing import Any
 
-# Registration happens on import; submitit itself is imported only when a SLURM sweep starts.
-from ablate.sweep.launch import local, slurm  # noqa: E402,F401
+from ablate.sweep.errors import SweepError
+from ablate.sweep.launch import local, slurm
+from ablate.sweep.launch.registry import LAUNCHERS
+from ablate.sweep.spec import SweepFile, Trial
+
+__all__ = ["LAUNCHERS", "check_launcher", "local", "slurm"]
+
+
+def check_launcher(sf: SweepFile, trials: Iterable[Trial] = ()) -> dict[str, Any]:
+    """The sweep's ``launcher:`` checked by its launcher class (and each row's ``resources:``).
+
+    Called before anything is stored or launched; returns the checked launcher settings.
+    """
+    where = f"{sf.path}: launcher"
+    name = sf.launcher["name"]
+    if name not in LAUNCHERS:
+        raise SweepError(f"{where}: {LAUNCHERS.unknown_message(name)}")
+    cls = LAUNCHERS.get(name)
+    checked = cls.validate(dict(sf.launcher), where)
+    for t in trials:
+        if t.resources:
+            cls.validate({**checked, **t.resources}, f"{sf.path}: row {t.row!r}: resources")
+    return checked

@@ -18,9 +18,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ablate.sweep.errors import SweepError
+from ablate.sweep.expand import unknown_key
 from ablate.sweep.progress import ProgressView
 from ablate.sweep.spec import Sweep
-from ablate.sweep.store import FINAL_KINDS, NO_AUTO_RETRY, Attempt, SweepStore, summarize
+from ablate.sweep.state import FINAL_KINDS, NO_AUTO_RETRY, Attempt, TrialView, count
+from ablate.sweep.store import SweepStore
 
 
 class Launcher:
@@ -39,8 +41,6 @@ class Launcher:
     # -- validation (pure; called while the sweep file is checked) ------------------------------
     @classmethod
     def validate(cls, cfg: Mapping[str, Any], where: str) -> dict[str, Any]:
-        from ablate.sweep.spec import unknown_key
-
         for key in cfg:
             if key not in cls.KEYS:
                 raise unknown_key(where, key, list(cls.KEYS))
@@ -72,14 +72,18 @@ class Launcher:
         """Ctrl-C: stop or detach from what was started, leaving every trial resumable."""
 
     # -- the loop -------------------------------------------------------------------------------
-    def mine(self) -> dict[str, list[Attempt]]:
-        ids = {t.trial_id for t in self.sweep.trials}
-        return {k: v for k, v in self.store.by_trial().items() if k in ids}
+    def trials(self) -> list[TrialView]:
+        """The sweep's trials as the store sees them now (the one trial-state view)."""
+        return self.store.trial_states(self.sweep)
+
+    def active(self) -> list[Attempt]:
+        """Attempts of this sweep's trials that are WAITING or RUNNING."""
+        return [a for v in self.trials() for a in v.attempts if a.state in ("WAITING", "RUNNING")]
 
     def retry_failed(self, first: bool) -> None:
-        for _, attempts in self.mine().items():
-            state, last = summarize(attempts)
-            if state != "failed" or last is None or last.kind in FINAL_KINDS:
+        for v in self.trials():
+            last = v.deciding
+            if v.state != "failed" or last is None or last.kind in FINAL_KINDS:
                 continue
             if first:  # a new `ablate sweep` retries every failure once, cancelled ones included
                 self.store.retry(last)
@@ -95,12 +99,12 @@ class Launcher:
         """
         order = {t.trial_id: t.order for t in self.sweep.trials}
         cost = self._costs()
-        out = [a for lst in self.mine().values() for a in lst if a.state == "WAITING"]
+        out = [a for a in self.active() if a.state == "WAITING"]
         return sorted(out, key=lambda a: (-cost.get(a.ablate_id, 0.0), order[a.ablate_id], a.attempt))
 
     def _costs(self) -> dict[str, float]:
         if self._cost_cache is None:
-            from ablate.sweep.commands import estimate  # torch-only import, done once per controller
+            from ablate.sweep.cost import estimate  # imports torch (not Lightning): once per controller
 
             self._cost_cache = {t.trial_id: float(estimate(self.sweep, t)["flops"]) for t in self.sweep.trials}
         return self._cost_cache
@@ -119,9 +123,9 @@ class Launcher:
                     view.note(f"reaped {a.attrs.get('row')} seed {a.attrs.get('seed')}: {a.attrs.get('failure')}")
                 self.retry_failed(first=False)
                 self.start(self.waiting())
-                by_trial = self.mine()
-                view.update(by_trial)
-                active = any(a.state in ("WAITING", "RUNNING") for lst in by_trial.values() for a in lst)
+                trials = self.trials()
+                view.update(trials)
+                active = any(a.state in ("WAITING", "RUNNING") for v in trials for a in v.attempts)
                 if detach or (not active and not self.busy()):
                     break
                 time.sleep(self.poll_s)
@@ -131,4 +135,4 @@ class Launcher:
             view.close()
             raise
         view.close()
-        return Counter(summarize(self.mine().get(t.trial_id, []))[0] for t in self.sweep.trials)
+        return count(self.trials())

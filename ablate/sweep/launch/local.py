@@ -4,7 +4,10 @@ A slot is a CPU core (CPU trials) or a GPU. A trial takes ``devices_per_trial`` 
 those: ``CUDA_VISIBLE_DEVICES`` for GPUs, ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` (torch's intra-op
 threads) for CPU cores. Each trial runs as ``python -m ablate.sweep.worker`` in its own process group,
 so a crash or a kill -9 of a trial cannot take the sweep down, and Ctrl-C can stop a trial with
-everything it spawned (DataLoader workers, DDP ranks).
+everything it spawned (DataLoader workers, DDP ranks). The command a slot runs is
+``worker_command`` (a constructor argument; the sweep tests give a worker script of their own that
+trains with a fake trainer) followed by the worker's ``--url/--study/--trial/--token`` arguments.
+GPU or CPU is decided by :func:`ablate.devices.device_kind`.
 """
 
 from __future__ import annotations
@@ -15,27 +18,22 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ablate.devices import device_kind
 from ablate.sweep.errors import SweepError
-from ablate.sweep.launch import LAUNCHERS
 from ablate.sweep.launch.base import Launcher
-from ablate.sweep.store import Attempt
+from ablate.sweep.launch.registry import LAUNCHERS
+from ablate.sweep.state import Attempt
+
+WORKER_COMMAND = (sys.executable, "-m", "ablate.sweep.worker")
 
 
 def _uses_gpu(config: Mapping[str, Any]) -> bool:
-    accel = str(config.get("trainer", {}).get("accelerator", "auto"))
-    if accel == "cpu":
-        return False
-    try:
-        import torch
-
-        return accel in ("gpu", "cuda", "auto") and torch.cuda.is_available()
-    except ImportError:  # pragma: no cover - torch is a dependency
-        return False
+    return device_kind(config.get("trainer", {}).get("accelerator")) == "gpu"
 
 
 def _device_count(gpu: bool) -> int:
@@ -73,8 +71,13 @@ class LocalLauncher(Launcher):
             raise SweepError(f"{where}: devices_per_trial={out['devices_per_trial']} exceeds slots={out['slots']}")
         return out
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    # What a slot runs (then --url/--study/--trial/--token); tests give their own worker script.
+    worker_command: tuple[str, ...] = WORKER_COMMAND
+
+    def __init__(self, *args: Any, worker_command: Sequence[str] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if worker_command is not None:
+            self.worker_command = tuple(worker_command)
         self.gpu = any(_uses_gpu(t.config) for t in self.sweep.trials)
         self.slots = int(self.cfg.get("slots") or _device_count(self.gpu))
         self.per_trial = int(self.cfg.get("devices_per_trial", 1))
@@ -117,9 +120,7 @@ class LocalLauncher(Launcher):
         run_dir = Path(a.attrs["run_dir"])
         run_dir.mkdir(parents=True, exist_ok=True)
         cmd = [
-            sys.executable,
-            "-m",
-            "ablate.sweep.worker",
+            *self.worker_command,
             "--url",
             self.store.url,
             "--study",

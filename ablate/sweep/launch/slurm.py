@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ablate.sweep.errors import SweepError
-from ablate.sweep.launch import LAUNCHERS
 from ablate.sweep.launch.base import Launcher
-from ablate.sweep.store import Attempt
+from ablate.sweep.launch.registry import LAUNCHERS
+from ablate.sweep.state import Attempt
 
 # sacct states of a job that may still run the attempt (pending after a requeue counts).
 _ALIVE = {
@@ -66,15 +66,20 @@ def job_token() -> str:
 
 
 class SlurmTrial:
-    """The callable an array task runs: claim (or re-enter) one attempt and train it in-process."""
+    """The callable an array task runs: claim (or re-enter) one attempt and train it in-process.
 
-    def __init__(self, url: str, study: str, storage_id: int) -> None:
-        self.url, self.study, self.storage_id = url, study, storage_id
+    ``trial_fn`` (``"module:function"``, default: the real trainer) is what trains; the sweep tests
+    give a fake one through :class:`SlurmLauncher`'s constructor.
+    """
+
+    def __init__(self, url: str, study: str, storage_id: int, trial_fn: str | None = None) -> None:
+        self.url, self.study, self.storage_id, self.trial_fn = url, study, storage_id, trial_fn
 
     def __call__(self) -> str:
-        from ablate.sweep.worker import run_trial, slurm_trainer_kwargs
+        from ablate.sweep.worker import load_trial_fn, run_trial, slurm_trainer_kwargs
 
-        return run_trial(self.url, self.study, self.storage_id, job_token(), slurm_trainer_kwargs())
+        fn = load_trial_fn(self.trial_fn) if self.trial_fn else None  # None: the trainer, after the claim
+        return run_trial(self.url, self.study, self.storage_id, job_token(), slurm_trainer_kwargs(), trial_fn=fn)
 
     def checkpoint(self) -> Any:
         """Preemption / time limit: resubmit the same call; the trainer resumes from last.ckpt."""
@@ -115,6 +120,9 @@ class SlurmLauncher(Launcher):
         "poll_s": "seconds between looks at the store and sacct (default 5)",
     }
     poll_s = 5.0
+    # "module:function" that trains a trial in an array task (None: ablate.train.run:train); the
+    # sweep tests give a fake trainer here or through the constructor.
+    trial_fn: str | None = None
 
     @classmethod
     def validate(cls, cfg: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -131,8 +139,10 @@ class SlurmLauncher(Launcher):
             raise SweepError(f"{where}: setup must be a list of shell lines")
         return out
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, trial_fn: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if trial_fn is not None:
+            self.trial_fn = trial_fn
         self.folder = self.cfg.get("folder") or str(self.sweep.path.parent / ".ablate" / "slurm" / self.sweep.name)
         self._states: dict[str, str] = {}
         self.submitted: list[str] = []
@@ -170,7 +180,7 @@ class SlurmLauncher(Launcher):
         return self._states.get(str(job)) if job else None
 
     def poll(self) -> None:
-        attempts = [a for lst in self.mine().values() for a in lst if a.state in ("WAITING", "RUNNING")]
+        attempts = self.active()
         self._refresh_states([str(a.attrs["slurm_job"]) for a in attempts if a.attrs.get("slurm_job")])
         for a in attempts:
             state = self._job_state(a)
@@ -208,7 +218,8 @@ class SlurmLauncher(Launcher):
             executor.update_parameters(name=f"ablate-{self.sweep.name}", **params)
             with executor.batch():
                 jobs = [
-                    executor.submit(SlurmTrial(self.store.url, self.store.study_name, a.storage_id)) for a in attempts
+                    executor.submit(SlurmTrial(self.store.url, self.store.study_name, a.storage_id, self.trial_fn))
+                    for a in attempts
                 ]
             for a, job in zip(attempts, jobs):
                 self.store.set_attr(a.storage_id, "slurm_job", str(job.job_id))

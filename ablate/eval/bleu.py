@@ -1,52 +1,20 @@
-"""Evaluation metrics: perplexity from summed NLL, sacreBLEU corpus BLEU, paper-style tokenized BLEU.
+"""BLEU: sacreBLEU corpus BLEU with its signature, and the paper's tokenized BLEU.
 
-- ``val/nll``: mean unsmoothed negative log-likelihood per target subword (natural log, EOS counted,
-  padding not), i.e. the NLL summed over the whole set divided by its token count.
-- ``val/ppl``: ``exp(val/nll)``; never the smoothed training loss, never base 2.
-- ``val/bleu``: sacreBLEU corpus BLEU of detokenized hypotheses against the raw references (13a, mixed
+- ``bleu``: sacreBLEU corpus BLEU of detokenized hypotheses against the raw references (13a, mixed
   case), reported with its signature so that numbers are comparable across papers (Post, 2018).
-- ``val/bleu_tok``: the paper's style (tensor2tensor's get_ende_bleu.sh): tokenized text with hyphenated
+- ``bleu_tok``: the paper's style (tensor2tensor's get_ende_bleu.sh): tokenized text with hyphenated
   compounds split (``a-b`` -> ``a ##AT##-##AT## b``), scored without further tokenization. It is
-  typically higher than ``val/bleu`` and is only comparable to numbers computed the same way.
+  typically higher than ``bleu`` and is only comparable to numbers computed the same way.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sacrebleu.metrics import BLEU
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
-
-
-@dataclass
-class NLLMeter:
-    """Accumulates summed NLL and token counts over batches (and ranks) for an exact corpus mean."""
-
-    total: float = 0.0
-    tokens: int = 0
-
-    def update(self, nll_sum: float, n_tokens: int) -> None:
-        self.total += float(nll_sum)
-        self.tokens += int(n_tokens)
-
-    @property
-    def nll(self) -> float:
-        return self.total / self.tokens if self.tokens else math.nan
-
-    @property
-    def ppl(self) -> float:
-        return perplexity(self.nll)
-
-
-def perplexity(nll: float) -> float:
-    """exp(nll), saturating to inf instead of raising on overflow (an untrained model)."""
-    try:
-        return math.exp(nll)
-    except OverflowError:
-        return math.inf
 
 
 @dataclass(frozen=True)

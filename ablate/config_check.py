@@ -1,0 +1,194 @@
+"""Checking a composed config once, when it is loaded: values, variant names and slot args, corpus
+options, and the limits that span sections (positions vs. sentence and translation lengths).
+
+Types and unknown keys are checked while the layers merge (ablate/config.py). Every error is one line
+``<layer>: <key>: <what is wrong and what to do>`` where ``<layer>`` is the file or override that set
+the key (:class:`Origins`). Names are checked against the registries of the section that uses them:
+corpora through ablate/data/catalog.py (no torch), model variants through ablate/model/slots.py.
+Launchers are the sweep file's business, not the config's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from ablate.config_schema import SLOT_FIELDS, positions_needed
+from ablate.errors import ConfigError
+
+DEFAULTS = "defaults"
+PRECISIONS = (None, "32-true", "32", "bf16-mixed", "16-mixed", "bf16-true", "64-true")
+
+
+def _paths(mapping: Mapping[str, Any], prefix: str = "") -> Iterator[str]:
+    for key, value in mapping.items():
+        if isinstance(value, Mapping) and value:
+            yield from _paths(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}"
+
+
+def _touches(path: str, key: str) -> bool:
+    return path == key or path.startswith(key + ".") or key.startswith(path + ".")
+
+
+class Origins:
+    """Which layer (file, sweep row, command line) last set each key, for error messages."""
+
+    def __init__(self, layers: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        self._layers = [(label, tuple(_paths(mapping))) for label, mapping in layers]
+
+    def of(self, *keys: str) -> str:
+        """The layers that set ``keys`` (the last one per key), in layer order; "defaults" if none did."""
+        found: set[int] = set()
+        for key in keys:
+            for i in range(len(self._layers) - 1, -1, -1):
+                if any(_touches(p, key) for p in self._layers[i][1]):
+                    found.add(i)
+                    break
+        return " + ".join(self._layers[i][0] for i in sorted(found)) or DEFAULTS
+
+
+class _Fixed(Origins):
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    def of(self, *keys: str) -> str:
+        return self.label
+
+
+class _Checker:
+    def __init__(self, cfg: DictConfig, origins: Origins) -> None:
+        self.cfg, self.origins = cfg, origins
+
+    def get(self, key: str) -> Any:
+        return OmegaConf.select(self.cfg, key)
+
+    def fail(self, key: str, what: str, *related: str) -> None:
+        raise ConfigError(f"{self.origins.of(key, *related)}: {key}: {what}")
+
+    def positive(self, *keys: str, optional: bool = False) -> None:
+        for key in keys:
+            value = self.get(key)
+            if value is None and optional:
+                continue
+            if value is None or value <= 0:
+                self.fail(key, f"must be a positive number, got {value}")
+
+    def at_least_zero(self, *keys: str) -> None:
+        for key in keys:
+            value = self.get(key)
+            if value < 0 or math.isnan(value):
+                self.fail(key, f"must be >= 0, got {value}")
+
+    def fraction(self, *keys: str) -> None:
+        for key in keys:
+            if not 0.0 <= self.get(key) < 1.0:
+                self.fail(key, f"must be in [0, 1), got {self.get(key)}")
+
+    def one_of(self, key: str, choices: Sequence[Any]) -> None:
+        if self.get(key) not in choices:
+            shown = [repr(c) for c in choices if c is not None]
+            self.fail(key, f"must be {', '.join(shown[:-1])} or {shown[-1]}, got {self.get(key)!r}")
+
+
+def validate_config(cfg: DictConfig, origins: Origins | str = "config") -> None:
+    """Reject impossible values with one line naming the key and the layer that set it."""
+    c = _Checker(cfg, _Fixed(origins) if isinstance(origins, str) else origins)
+    _check_model(c)
+    _check_data(c)
+    _check_train(c)
+    _check_trainer_eval_logging(c)
+    _check_lengths(c)
+    _check_corpus(c)
+    _check_variants(c)
+
+
+def _check_model(c: _Checker) -> None:
+    c.positive(*(f"model.{k}" for k in ("n_layers", "d_model", "d_ff", "n_heads", "max_positions")))
+    c.positive(*(f"model.{k}" for k in ("n_enc_layers", "n_dec_layers", "d_k", "d_v")), optional=True)
+    m = c.cfg.model
+    if (m.d_k is None or m.d_v is None) and m.d_model % m.n_heads != 0:
+        what = f"d_model={m.d_model} is not divisible by n_heads={m.n_heads}; set model.d_k and model.d_v explicitly"
+        c.fail("model.d_k", what, "model.d_model", "model.n_heads")
+    c.fraction("model.dropout", "model.attention_dropout")
+    c.one_of("model.norm_placement", ("post", "pre"))
+
+
+def _check_data(c: _Checker) -> None:
+    c.positive(*(f"data.{k}" for k in ("vocab_size", "tokenizer_sample", "max_len", "max_tokens")))
+    d = c.cfg.data
+    if d.vocab_size < 8:
+        c.fail("data.vocab_size", f"must be at least 8 (4 special tokens + text), got {d.vocab_size}")
+    if d.max_tokens < d.max_len + 2:
+        what = f"{d.max_tokens} cannot hold one pair of max_len={d.max_len} (+BOS/EOS)"
+        c.fail("data.max_tokens", what, "data.max_len")
+    c.at_least_zero("data.num_workers")
+
+
+def _check_train(c: _Checker) -> None:
+    c.fraction("train.label_smoothing", "train.adam_beta1", "train.adam_beta2")
+    keys = ("lr_factor", "warmup_steps", "max_steps", "accumulate_grad_batches", "val_every_steps", "log_every_steps")
+    c.positive(*(f"train.{k}" for k in keys))
+    c.positive("train.max_epochs", "train.max_time_minutes", optional=True)
+    c.positive("train.adam_eps")
+    c.at_least_zero("train.weight_decay", "train.grad_clip", "train.checkpoint_every_steps")
+
+
+def _check_trainer_eval_logging(c: _Checker) -> None:
+    c.one_of("trainer.precision", PRECISIONS)
+    c.positive("trainer.num_nodes", "eval.beam_size", "eval.batch_size")
+    c.at_least_zero("eval.length_penalty", "eval.max_len_a", "eval.max_len_b", "eval.bleu_every")
+    c.positive("eval.bleu_max_sentences", optional=True)
+    c.one_of("logging.wandb", ("auto", "online", "offline", "disabled"))
+
+
+def _check_lengths(c: _Checker) -> None:
+    """model.max_positions covers every sequence the data and the decoder may produce."""
+    m, d, e = c.cfg.model, c.cfg.data, c.cfg.eval
+    train, decode = positions_needed(d.max_len, e.max_len_a, e.max_len_b)
+    if m.max_positions < train:
+        what = (
+            f"{m.max_positions} positions cannot hold a data.max_len={d.max_len} sentence with its BOS/EOS "
+            f"({train}); raise model.max_positions or lower data.max_len"
+        )
+        c.fail("model.max_positions", what, "data.max_len")
+    if m.max_positions < decode:
+        what = (
+            f"{m.max_positions} positions cannot hold the longest translation of a data.max_len={d.max_len} "
+            f"source (eval.max_len_a * {d.max_len + 1} + eval.max_len_b = {decode}); raise model.max_positions "
+            f"or lower eval.max_len_a / eval.max_len_b"
+        )
+        c.fail("model.max_positions", what, "data.max_len", "eval.max_len_a", "eval.max_len_b")
+
+
+def _check_corpus(c: _Checker) -> None:
+    from ablate.data.catalog import check_corpus
+    from ablate.data.registry import OptionError
+    from ablate.registry import RegistryError
+
+    d = c.cfg.data
+    args = OmegaConf.to_container(d.args, resolve=True) if d.args is not None else {}
+    try:
+        check_corpus(str(d.corpus), args, {"data.valid_split": d.valid_split, "data.test_split": d.test_split})
+    except RegistryError as exc:
+        c.fail("data.corpus", str(exc))
+    except OptionError as exc:
+        where = c.origins.of(exc.key)
+        if where == DEFAULTS:  # a missing option or split: the layers that chose the corpus and its args
+            where = c.origins.of(exc.key, "data.corpus", "data.args")
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _check_variants(c: _Checker) -> None:
+    from ablate.model.slots import check_slot
+    from ablate.registry import RegistryError
+
+    for kind in SLOT_FIELDS:
+        try:
+            check_slot(kind, c.cfg.model[kind])
+        except RegistryError as exc:
+            c.fail(f"model.{kind}", str(exc))

@@ -1,0 +1,142 @@
+"""The configuration schema: one dataclass per section; defaults are the paper's base model and recipe.
+
+Vaswani et al. 2017, section 6.1 and Table 3 "base". Loading, layering and checking live in
+ablate/config.py and ablate/config_check.py; this module is only the shape (and two small helpers
+that derive values from a model section).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class ModelConfig:
+    n_layers: int = 6  # N: layers in the encoder and in the decoder
+    n_enc_layers: int | None = None  # encoder layers if different from n_layers
+    n_dec_layers: int | None = None  # decoder layers if different from n_layers
+    d_model: int = 512  # width of the residual stream and the embeddings
+    d_ff: int = 2048  # inner width of the position-wise feed-forward network
+    n_heads: int = 8  # h: attention heads
+    d_k: int | None = None  # per-head query/key width (default d_model / n_heads); row B shrinks only this
+    d_v: int | None = None  # per-head value width (default d_model / n_heads)
+    dropout: float = 0.1  # P_drop: on sub-layer outputs and on embeddings + positions
+    attention_dropout: float = 0.0  # dropout on attention weights (the paper uses none)
+    positional: Any = "sinusoidal"  # positional encoding: a registered name or {name, args}
+    attention: Any = "mha"  # attention variant: a registered name or {name, args}
+    norm: Any = "layernorm"  # normalization: a registered name or {name, args}
+    norm_placement: str = "post"  # post: LayerNorm(x + Dropout(f(x))) as in the paper; pre: x + f(Norm(x))
+    ffn: Any = "relu"  # position-wise feed-forward variant: a registered name or {name, args}
+    tie_embeddings: bool = True  # one matrix for source, target embeddings and pre-softmax projection
+    scale_embeddings: bool = True  # multiply embeddings by sqrt(d_model) (section 3.4)
+    max_positions: int = 1024  # longest sequence the positional encoding supports
+
+
+@dataclass
+class DataConfig:
+    corpus: str = "builtin"  # registered corpus: builtin | textfiles | multi30k | wmt14_en_de
+    root: str | None = None  # local directory with the corpus's raw files (skips any download)
+    args: dict[str, Any] = field(default_factory=dict)  # corpus options (each corpus declares its own)
+    src_lang: str = "en"  # source language code
+    tgt_lang: str = "de"  # target language code
+    vocab_size: int = 37000  # shared source-target SentencePiece BPE vocabulary size
+    tokenizer_sample: int = 2_000_000  # at most this many sentences (both sides) train the tokenizer
+    max_len: int = 256  # pairs longer than this many subwords on either side are dropped (and counted)
+    max_tokens: int = 4096  # tokens per batch per device on each side, padding included
+    valid_split: str = "valid"  # split used as the dev set (val/* metrics)
+    test_split: str = "test"  # split used as the test set (test/* metrics)
+    cache_dir: str | None = None  # prepared-data cache (default $ABLATE_CACHE or ~/.cache/ablate)
+    num_workers: int = 0  # DataLoader worker processes
+
+
+@dataclass
+class TrainConfig:
+    seed: int = 1  # seed for weights, dropout and batch order
+    label_smoothing: float = 0.1  # epsilon_ls of the label-smoothed cross-entropy
+    lr_factor: float = 1.0  # multiplier of the schedule d_model^-0.5 * min(step^-0.5, step*warmup^-1.5)
+    warmup_steps: int = 4000  # steps of linear learning-rate warm-up
+    adam_beta1: float = 0.9  # Adam beta_1
+    adam_beta2: float = 0.98  # Adam beta_2
+    adam_eps: float = 1.0e-9  # Adam epsilon
+    weight_decay: float = 0.0  # decoupled weight decay (the paper uses none)
+    grad_clip: float = 0.0  # clip gradient norm to this value (0 = off; the paper does not clip)
+    max_steps: int = 100_000  # optimizer steps to train (paper: 100K base, 300K big)
+    max_epochs: int | None = None  # stop after this many epochs if reached before max_steps
+    max_time_minutes: float | None = None  # stop cleanly after this much wall-clock time
+    accumulate_grad_batches: int = 1  # batches per optimizer step (reach ~25k tokens on fewer devices)
+    val_every_steps: int = 1000  # run validation (dev NLL / PPL) every this many optimizer steps
+    log_every_steps: int = 50  # log training metrics every this many optimizer steps
+    checkpoint_every_steps: int = 0  # also write checkpoints/last.ckpt every this many steps (0 = at validations only)
+
+
+@dataclass
+class TrainerConfig:
+    accelerator: str = "auto"  # cpu | gpu | auto
+    devices: Any = 1  # devices per node: an int, a list of ids or "auto"
+    strategy: str = "auto"  # Lightning strategy (auto | ddp | ddp_spawn | ...)
+    num_nodes: int = 1  # nodes (SLURM multi-node DDP)
+    precision: str | None = None  # None: bf16-mixed on GPU, 32-true on CPU (bf16 is ~400x slower on CPU)
+    deterministic: bool = False  # ask torch for deterministic kernels
+
+
+@dataclass
+class EvalConfig:
+    beam_size: int = 4  # beam width (1 = greedy)
+    length_penalty: float = 0.6  # alpha of the GNMT length penalty ((5 + len) / 6)^alpha
+    max_len_a: float = 1.0  # decode at most max_len_a * source length + max_len_b tokens
+    max_len_b: int = 50  # see max_len_a (the paper: source length + 50)
+    batch_size: int = 64  # sentences per decoding batch
+    bleu_every: int = 0  # dev BLEU every this many validations (0 = only at the end of training)
+    bleu_max_sentences: int | None = None  # decode at most this many dev sentences during training
+    tokenized_bleu: bool = False  # also report paper-style tokenized BLEU with compound splitting
+    test: bool = True  # evaluate the test split at the end of training
+
+
+@dataclass
+class LoggingConfig:
+    project: str = "ablate"  # W&B project
+    entity: str | None = None  # W&B entity (team or user); None = the API key's default
+    group: str | None = None  # W&B group (a sweep sets it to the sweep name)
+    name: str | None = None  # run name (a sweep sets it to the row name)
+    tags: list[str] = field(default_factory=list)  # W&B tags (a sweep adds the row's group)
+    wandb: str = "auto"  # auto (online if WANDB_API_KEY is set, else offline) | online | offline | disabled
+    output_dir: str = "runs"  # parent directory of run directories
+    progress_bar: bool = True  # show a progress bar during training
+
+
+@dataclass
+class Config:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+
+
+SECTIONS = ("model", "data", "train", "trainer", "eval", "logging")
+SLOT_FIELDS = ("attention", "ffn", "norm", "positional")  # model fields that name a registered variant
+OPEN_DICTS = ("data.args",)  # free-form mappings: their keys are checked against the corpus's options
+
+
+def enc_dec_layers(model_cfg: Any) -> tuple[int, int]:
+    """(encoder layers, decoder layers) after n_enc_layers / n_dec_layers overrides."""
+    n = model_cfg.n_layers
+    return (model_cfg.n_enc_layers or n, model_cfg.n_dec_layers or n)
+
+
+def head_dims(model_cfg: Any) -> tuple[int, int]:
+    """(d_k, d_v) after defaulting to d_model / n_heads."""
+    default = model_cfg.d_model // model_cfg.n_heads
+    return (model_cfg.d_k or default, model_cfg.d_v or default)
+
+
+def positions_needed(max_len: int, max_len_a: float, max_len_b: int) -> tuple[int, int]:
+    """(training, decoding) positions a sequence may reach, for sources of at most ``max_len`` subwords.
+
+    Training: a source is its subwords + EOS and a target input is BOS + subwords, so max_len + 1.
+    Decoding (ablate/train/decode.py): at most floor(a * source length + b) generated tokens, the
+    source length counting its EOS; the decoder reads BOS + all but the last, so that many positions.
+    """
+    return max_len + 1, int(max_len_a * (max_len + 1) + max_len_b)

@@ -1,0 +1,45 @@
+"""Every corpus ablate ships, registered, and the two things done with a corpus name: check, open.
+
+Importing this module fills :data:`CORPORA` (ablate/data/corpora.py and ablate/data/wmt14.py register
+into ablate/data/registry.py, which imports neither). It imports no torch: the config loader uses
+:func:`check_corpus` to reject bad ``data.args`` when a config is loaded, cheaply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ablate.data import corpora, wmt14  # noqa: F401 - importing them registers their corpora
+from ablate.data.registry import CORPORA, Corpus, OptionError, resolve_options
+
+__all__ = ["CORPORA", "build_corpus", "check_corpus"]
+
+
+def check_corpus(name: str, args: Mapping[str, Any], splits: Mapping[str, str]) -> None:
+    """Check a corpus name (RegistryError), its ``data.args`` and the named splits (OptionError).
+
+    ``splits`` maps a config key to the split it names, e.g. ``{"data.valid_split": "valid"}``.
+    """
+    cls = CORPORA.get(name)
+    options = resolve_options(name, cls, args)
+    have = cls.split_names_for(options)
+    for key, split in splits.items():
+        if split not in have:
+            raise OptionError(key, f"corpus {name} has no split {split!r} (has: {', '.join(have)})")
+
+
+def build_corpus(
+    name: str,
+    args: Mapping[str, Any],
+    root: str | None,
+    src_lang: str,
+    tgt_lang: str,
+    cache_dir: Path,
+    progress: bool = False,
+) -> Corpus:
+    """Open corpus ``name`` (unknown -> RegistryError listing the corpora) with ``args`` and their defaults."""
+    cls = CORPORA.get(name)
+    options = resolve_options(name, cls, args)
+    return cls.open(options, root=root, src_lang=src_lang, tgt_lang=tgt_lang, cache_dir=cache_dir, progress=progress)

@@ -1,0 +1,15 @@
+"""ablate.eval: everything that scores a model - decoding, BLEU, perplexity, one settings object.
+
+- :mod:`ablate.eval.settings`: :class:`DecodeSettings` (beam, length penalty, length limit, batch),
+  built once from ``cfg.eval`` and handed to every search.
+- :mod:`ablate.eval.decode`: greedy and batched beam search with the incremental KV cache (section 6.1).
+- :mod:`ablate.eval.bleu`: sacreBLEU corpus BLEU with its signature; paper-style tokenized BLEU.
+- :mod:`ablate.eval.nll`: corpus NLL / perplexity and per-sentence NLL (teacher forcing).
+- :mod:`ablate.eval.corpus`: a split's sources and references (:class:`BleuSet`), corpus decoding + BLEU.
+- :mod:`ablate.eval.evaluate`: one split end to end (:func:`evaluate_split`) and ``ablate eval``
+  (:func:`evaluate_run`).
+- :mod:`ablate.eval.callback`: :class:`DevBleu`, dev BLEU during training as a Lightning callback.
+- :mod:`ablate.eval.significance`: paired bootstraps and seed tests over the numbers above (the report's).
+
+Only ``callback`` and ``evaluate`` import Lightning; the rest needs torch, sacreBLEU and numpy.
+"""

@@ -1,0 +1,126 @@
+"""One split end to end (:func:`evaluate_split`: PPL over every sentence, BLEU of beam search) and
+``ablate eval`` (:func:`evaluate_run`: a run directory's checkpoint, re-scored).
+
+Metrics of a split, under a prefix (``val`` for the dev split, ``test`` for the test split):
+``<prefix>/nll``, ``/ppl``, ``/tokens`` (the whole split), ``/bleu``, ``/bleu_signature``,
+``/bleu_sentences`` (BLEU covers the first that many sentences of the split's order), ``/bleu_tok``
+when asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ablate.eval.corpus import bleu_set, score_bleu
+from ablate.eval.nll import SplitNLL, corpus_nll, split_batches
+from ablate.eval.settings import DecodeSettings
+from ablate.rundir import RunDir, RunDirError
+
+
+@dataclass
+class SplitEvaluation:
+    """The metrics of one split, its hypotheses and its per-sentence NLL."""
+
+    metrics: dict[str, Any]
+    hypotheses: list[str]  # the first metrics[<prefix>/bleu_sentences] sentences of the split, in its order
+    sentence_nll: list[float]  # every sentence of the split, in its order
+
+
+def split_nll(model: Any, shard: Any, max_tokens: int, device: torch.device | str | None = None) -> SplitNLL:
+    """Corpus and per-sentence NLL of every sentence of ``shard`` (teacher forcing)."""
+    return corpus_nll(model, split_batches(shard, max_tokens), n_sentences=len(shard), device=device)
+
+
+def evaluate_split(
+    model: Any,
+    prepared: Any,
+    split: str,
+    settings: DecodeSettings,
+    *,
+    prefix: str,
+    max_tokens: int,
+    bleu_limit: int | None = None,
+    tokenized: bool = False,
+    device: torch.device | str | None = None,
+    nll: SplitNLL | None = None,
+) -> SplitEvaluation:
+    """PPL over the whole ``split`` (``nll`` when already computed) and BLEU of its first ``bleu_limit``
+    sentences (all for None), decoded with ``settings``."""
+    if nll is None:
+        nll = split_nll(model, prepared.split(split), max_tokens, device)
+    bleu = score_bleu(model, bleu_set(prepared, split, bleu_limit), settings, tokenized=tokenized, device=device)
+    metrics: dict[str, Any] = {f"{prefix}/nll": nll.nll, f"{prefix}/ppl": nll.ppl, f"{prefix}/tokens": nll.meter.tokens}
+    for key in ("bleu", "bleu_signature", "bleu_sentences", "bleu_tok"):
+        if key in bleu:
+            metrics[f"{prefix}/{key}"] = bleu[key]
+    return SplitEvaluation(metrics, bleu["hypotheses"], nll.sentences)
+
+
+def write_outputs(run_dir: RunDir, split: str, result: SplitEvaluation) -> None:
+    """``outputs/<split>.hyp`` and ``outputs/<split>.nll`` of a run directory."""
+    run_dir.write_hypotheses(split, result.hypotheses)
+    run_dir.write_sentence_nll(split, result.sentence_nll)
+
+
+def _checkpoint_path(rd: RunDir, checkpoint: str) -> Path:
+    path = {"best": rd.best_ckpt, "last": rd.last_ckpt}.get(checkpoint, Path(checkpoint))
+    if not path.is_file():
+        raise RunDirError(f"{path}: no such checkpoint (use --checkpoint best, last or a .ckpt path)")
+    return path
+
+
+def evaluate_run(
+    run_dir: str | Path,
+    split: str = "test",
+    beam_size: int | None = None,
+    checkpoint: str = "best",
+    *,
+    print_results: bool = True,
+) -> dict[str, Any]:
+    """Re-evaluate a run's checkpoint (``best`` | ``last`` | a path) on the whole ``split``: NLL, PPL, BLEU.
+
+    Decoding settings come from the run's ``eval`` config (``beam_size`` overrides its beam)."""
+    from ablate.config import from_dict, read_yaml
+    from ablate.data.prepare import prepare_data
+    from ablate.devices import device_kind
+    from ablate.train.system import checkpoint_step, load_system
+
+    rd = RunDir(run_dir)
+    if not rd.config.is_file():
+        raise RunDirError(f"{rd.path}: not a run directory (no config.yaml); pass one written by `ablate train`")
+    if beam_size is not None and beam_size < 1:
+        raise RunDirError(f"--beam must be >= 1, got {beam_size}")
+    cfg = from_dict(read_yaml(rd.config), source=str(rd.config))
+    path = _checkpoint_path(rd, checkpoint)
+    prepared = prepare_data(cfg.data, progress=False)
+    if split not in prepared.splits:
+        raise RunDirError(f"split {split!r} is not in the run's data (has: {', '.join(prepared.splits)})")
+    device = "cuda" if device_kind(cfg.trainer.accelerator) == "gpu" else "cpu"
+    model = load_system(path, map_location=device).model
+    settings = DecodeSettings.from_config(cfg.eval, beam_size=beam_size)
+    prefix = {cfg.data.valid_split: "val", cfg.data.test_split: "test"}.get(split, split)
+    result = evaluate_split(
+        model,
+        prepared,
+        split,
+        settings,
+        prefix=prefix,
+        max_tokens=int(cfg.data.max_tokens),
+        tokenized=bool(cfg.eval.tokenized_bleu),
+        device=device,
+    )
+    metrics = {
+        **result.metrics,
+        "checkpoint": str(path),
+        "checkpoint_step": checkpoint_step(path),
+        "split": split,
+        "beam_size": settings.beam_size,
+    }
+    if print_results:
+        for key, value in metrics.items():
+            print(f"{key:<24} {value:.4f}" if isinstance(value, float) else f"{key:<24} {value}")
+    return metrics

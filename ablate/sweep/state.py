@@ -1,0 +1,164 @@
+"""The one view of a sweep trial's state: :class:`TrialView` (done | running | waiting | failed).
+
+A sweep trial (a row at one seed) is one or more attempts in the store (Optuna trials): a crash
+leaves a FAIL attempt and a retry adds a new one. What the trial *is* follows from its attempts in
+one way only, here: done when any attempt completed, else what the newest attempt says (RUNNING ->
+running, WAITING or none -> waiting, anything else -> failed). The controller, `ablate status`, the
+live progress display and the report all read trials through this view.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ablate.rundir import read_progress
+from ablate.sweep.spec import Sweep, Trial
+
+STATES = ("done", "running", "waiting", "failed")
+
+# Failure kinds. Diverged trials are final (rerunning the same seed diverges again); cancelled ones
+# wait for the next `ablate sweep`; the rest are retried up to max_retries within a run.
+FINAL_KINDS = ("diverged", "duplicate")
+NO_AUTO_RETRY = ("diverged", "duplicate", "cancelled")
+
+
+@dataclass
+class Attempt:
+    """One Optuna trial of a sweep trial: its state and attributes."""
+
+    number: int
+    storage_id: int
+    state: str  # WAITING | RUNNING | COMPLETE | FAIL | PRUNED
+    attrs: dict[str, Any]
+
+    @property
+    def ablate_id(self) -> str:
+        return str(self.attrs.get("ablate_id", ""))
+
+    @property
+    def attempt(self) -> int:
+        return int(self.attrs.get("attempt", 0))
+
+    @property
+    def kind(self) -> str | None:
+        return self.attrs.get("failure_kind")
+
+    def silent_s(self, now: float | None = None) -> float:
+        """Seconds since the last heartbeat (0 when it never beat: claims always beat first)."""
+        now = time.time() if now is None else now
+        return now - float(self.attrs.get("heartbeat", now))
+
+
+def decide(attempts: Sequence[Attempt]) -> tuple[str, Attempt | None]:
+    """(state, the attempt that decides it: the completed one, else the newest) of a trial's attempts."""
+    if not attempts:
+        return "waiting", None
+    for a in attempts:
+        if a.state == "COMPLETE":
+            return "done", a
+    last = attempts[-1]
+    return {"RUNNING": "running", "WAITING": "waiting"}.get(last.state, "failed"), last
+
+
+@dataclass
+class TrialView:
+    """A trial of the sweep file and what the store knows about it."""
+
+    trial: Trial
+    attempts: tuple[Attempt, ...]  # oldest first (retries and requeues resume the same run dir)
+    state: str  # done | running | waiting | failed
+    deciding: Attempt | None  # the completed attempt, else the newest (None: not in the store yet)
+
+    @classmethod
+    def of(cls, trial: Trial, attempts: Iterable[Attempt] = ()) -> TrialView:
+        attempts = tuple(attempts)
+        state, deciding = decide(attempts)
+        return cls(trial, attempts, state, deciding)
+
+    # -- the trial's identity (from the sweep file) ------------------------------------------------
+    @property
+    def trial_id(self) -> str:
+        return self.trial.trial_id
+
+    @property
+    def row(self) -> str:
+        return self.trial.row
+
+    @property
+    def group(self) -> str:
+        return self.trial.group
+
+    @property
+    def paper(self) -> str | None:
+        return self.trial.paper
+
+    @property
+    def seed(self) -> int:
+        return self.trial.seed
+
+    @property
+    def overrides(self) -> list[str]:
+        return list(self.trial.overrides)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.trial.config
+
+    # -- what the store knows ----------------------------------------------------------------------
+    @property
+    def attrs(self) -> Mapping[str, Any]:
+        return self.deciding.attrs if self.deciding is not None else {}
+
+    @property
+    def n_attempts(self) -> int:
+        return len(self.attempts)
+
+    @property
+    def latest(self) -> Attempt | None:
+        return self.attempts[-1] if self.attempts else None
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """The trainer's final metrics (val/ppl, val/bleu, test/*, params, ...) once done, else {}."""
+        return dict(self.attrs.get("metrics") or {}) if self.state == "done" else {}
+
+    @property
+    def failure(self) -> str | None:
+        return self.attrs.get("failure") if self.state == "failed" else None
+
+    @property
+    def run_dir(self) -> str:
+        return str(self.attrs.get("run_dir", self.trial.run_dir))
+
+    @functools.cached_property
+    def params(self) -> int | None:
+        """Trainable parameters: measured when done, else the closed form from the config."""
+        measured = self.metrics.get("params")
+        if isinstance(measured, (int, float)) and not isinstance(measured, bool):
+            return int(measured)
+        from ablate.config import from_dict
+        from ablate.model.build import count_parameters
+
+        cfg = from_dict(self.config, source=f"trial {self.row!r}")
+        return int(count_parameters(cfg.model, cfg.data.vocab_size))
+
+    def progress(self) -> dict[str, Any]:
+        """The run's progress.json (step, max_steps, val/ppl, elapsed_s, eta_s) once it started, else {}."""
+        return read_progress(self.run_dir) if self.state != "waiting" else {}
+
+
+def views(sweep: Sweep, by_trial: Mapping[str, Sequence[Attempt]]) -> list[TrialView]:
+    """One view per trial of the sweep, in file order, from the store's attempts per ablate id."""
+    return [TrialView.of(t, by_trial.get(t.trial_id, ())) for t in sweep.trials]
+
+
+def count(trials: Iterable[TrialView]) -> dict[str, int]:
+    """Trials per state, every state present (in STATES order)."""
+    out = dict.fromkeys(STATES, 0)
+    for v in trials:
+        out[v.state] += 1
+    return out

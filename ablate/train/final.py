@@ -1,0 +1,98 @@
+"""The final numbers of a trial: which weights they come from, their dev and test metrics, metrics.json.
+
+The final model is the better by dev NLL of two candidates, both read here and not from Lightning's
+callback state: the weights at the final step (in memory after fit, = ``last.ckpt``) and ``best.ckpt``
+(the best earlier validation). A run killed after last.ckpt of the final step was written but before
+the final validation finished never lets the ``best`` ModelCheckpoint see that validation (a retried
+fit at max_steps does nothing), so its best.ckpt is stale; comparing the two candidates here gives a
+retried run the same answer as an uninterrupted one. ``metrics.json`` says which one was used
+(``checkpoint``: best | last) and its optimizer step (``checkpoint_step``). On a tie (best.ckpt was
+written at the final step: the same weights) it is ``last``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+
+from ablate.eval.evaluate import evaluate_split, split_nll, write_outputs
+from ablate.eval.nll import SplitNLL
+from ablate.eval.settings import DecodeSettings
+from ablate.rundir import RunDir
+from ablate.tracking import wandb_mode
+from ablate.train.identity import config_hash
+from ablate.train.system import checkpoint_step
+
+
+def choose_final_weights(
+    system: Any, rd: RunDir, dev_shard: Any, max_tokens: int, step: int
+) -> tuple[str, int, SplitNLL]:
+    """Load the final model into ``system`` (see the module docstring): ("best" | "last", its step, its dev NLL)."""
+    device = system.device
+    last_nll = split_nll(system.model, dev_shard, max_tokens, device)
+    if not rd.best_ckpt.is_file():
+        return "last", step, last_nll
+    best_step = checkpoint_step(rd.best_ckpt)
+    if best_step == step:
+        return "last", step, last_nll
+    last_state = {k: v.detach().clone() for k, v in system.state_dict().items()}
+    system.load_state_dict(torch.load(rd.best_ckpt, map_location=device, weights_only=False)["state_dict"])
+    best_nll = split_nll(system.model, dev_shard, max_tokens, device)
+    if best_nll.nll < last_nll.nll:
+        return "best", best_step, best_nll
+    system.load_state_dict(last_state)
+    return "last", step, last_nll
+
+
+def final_metrics(
+    cfg: DictConfig, trainer: Any, system: Any, prepared: Any, rd: RunDir, monitor: Any, t0: float, run_id: str
+) -> dict[str, Any]:
+    """Dev and test metrics of the final model -> metrics.json, outputs/<split>.hyp and .nll."""
+    from ablate.model.build import count_parameters
+
+    step = int(trainer.global_step)
+    if step == 0 and rd.last_ckpt.is_file():  # ddp_spawn: training ran in child processes, their state is in files
+        step = checkpoint_step(rd.last_ckpt)
+    max_tokens, valid = int(cfg.data.max_tokens), cfg.data.valid_split
+    used, used_step, dev_nll = choose_final_weights(system, rd, prepared.split(valid), max_tokens, step)
+    settings = DecodeSettings.from_config(cfg.eval)
+    splits = [("val", valid, cfg.eval.bleu_max_sentences, dev_nll)]
+    if cfg.eval.test:
+        splits.append(("test", cfg.data.test_split, None, None))
+    metrics: dict[str, Any] = {}
+    for prefix, split, limit, nll in splits:
+        result = evaluate_split(
+            system.model,
+            prepared,
+            split,
+            settings,
+            prefix=prefix,
+            max_tokens=max_tokens,
+            bleu_limit=limit,
+            tokenized=bool(cfg.eval.tokenized_bleu),
+            device=system.device,
+            nll=nll,
+        )
+        metrics.update(result.metrics)
+        write_outputs(rd, split, result)
+    tokens_per_sec = monitor.tokens_per_sec or float(rd.read_progress().get("tokens_per_sec") or 0.0)
+    metrics.update(
+        {
+            "params": int(count_parameters(cfg.model, prepared.vocab_size)),
+            "tokens_per_sec": tokens_per_sec,
+            "train_time_s": monitor.train_seconds,
+            "wall_time_s": time.monotonic() - t0,
+            "step": step,
+            "epoch": int(trainer.current_epoch),
+            "checkpoint": used,
+            "checkpoint_step": used_step,
+            "wandb_run_id": run_id if wandb_mode(cfg.logging.wandb) != "disabled" else None,
+            "run_dir": str(rd.path.resolve()),
+            "config_hash": config_hash(cfg),
+        }
+    )
+    rd.write_metrics(metrics)
+    return metrics
