@@ -8,21 +8,12 @@ summary of the very Sweep that ran (with its command-line overrides); sweep/ nev
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Sequence
 
 from ablate.errors import AblateError
-
-
-def _cmd_variants(args: argparse.Namespace) -> int:
-    from ablate.registry import load_builtin_registries
-
-    for kind, reg in sorted(load_builtin_registries().items()):
-        print(f"{kind}: {reg.description}" if reg.description else f"{kind}:")
-        for name, doc in reg.describe():
-            print(f"  {name:<14} {doc}")
-    return 0
 
 
 def _load(args: argparse.Namespace):
@@ -42,10 +33,14 @@ def _cmd_data_prepare(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from ablate.train.run import train
+    from ablate.train.identity import make_run_dir, overrides_hint
+    from ablate.train.run import result_lines, train
 
     cfg = _load(args)
-    train(cfg, output_dir=args.output)
+    output = args.output or make_run_dir(cfg, hint=overrides_hint(args.overrides or []))
+    metrics = train(cfg, output_dir=output)
+    for line in result_lines(metrics):
+        print(line)
     return 0
 
 
@@ -66,6 +61,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         detach=args.detach,
         overrides=args.overrides or None,
         clear_overrides=args.clear_overrides,
+        max_trials=args.max_trials,
     )
     if run.finished:
         from ablate.report.commands import print_summary
@@ -89,7 +85,7 @@ def _cmd_sync(args: argparse.Namespace) -> int:
 def _cmd_table(args: argparse.Namespace) -> int:
     from ablate.report.commands import table
 
-    return table(args.sweep, fmt=args.format, plot=args.plot)
+    return table(args.sweep, fmt=args.format, plot=args.plot, alpha=args.alpha)
 
 
 def _config_args(s: argparse.ArgumentParser) -> None:
@@ -99,8 +95,9 @@ def _config_args(s: argparse.ArgumentParser) -> None:
 
 def _add_run_commands(sub: argparse._SubParsersAction) -> None:
     """variants, data prepare, train, eval: one experiment at a time."""
-    s = sub.add_parser("variants", help="list every registry and its registered names")
-    s.set_defaults(func=_cmd_variants)
+    from ablate.variants_cli import add_variant_commands  # variants, check-variants: ablate/variants_cli.py
+
+    add_variant_commands(sub)
 
     s = sub.add_parser("data", help="prepare corpora: tokenizer, binarized shards (cached)")
     dsub = s.add_subparsers(dest="data_command", metavar="ACTION", required=True)
@@ -139,6 +136,13 @@ def _add_sweep_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--dry-run", action="store_true", help="list trials, params, FLOPs and cost; launch nothing")
     s.add_argument("--json", action="store_true", help="with --dry-run: print the trial list as JSON")
     s.add_argument("--detach", action="store_true", help="submit (SLURM) and exit; check with `ablate status`")
+    s.add_argument(
+        "--max-trials",
+        type=int,
+        default=None,
+        metavar="N",
+        help="confirm a sweep of up to N trials (default: sweeps of more than 500 trials are refused)",
+    )
     s.set_defaults(func=_cmd_sweep)
 
     s = sub.add_parser("status", help="done / running / waiting / failed trials of a sweep, per row")
@@ -151,8 +155,16 @@ def _add_sweep_commands(sub: argparse._SubParsersAction) -> None:
 
     s = sub.add_parser("table", help="print a sweep's results in the layout of Table 3, beside the paper's")
     s.add_argument("sweep", help="sweep file")
-    s.add_argument("--format", default="md", choices=["md", "csv", "latex", "json"], help="output format")
+    s.add_argument(
+        "--format",
+        default="text",
+        choices=["text", "md", "csv", "latex", "json"],
+        help="output format (default text: fits a terminal; md: the paper's wide layout with intervals and p-values)",
+    )
     s.add_argument("--plot", default=None, metavar="PNG", help="also write a plot to this PNG file")
+    s.add_argument(
+        "--alpha", type=float, default=0.05, help="significance level of the marks against base (default 0.05)"
+    )
     s.set_defaults(func=_cmd_table)
 
 
@@ -177,6 +189,26 @@ def _stdout_closed() -> int:
     return 141  # 128 + SIGPIPE, as `yes | head` reports under `set -o pipefail`
 
 
+def _enospc(exc: BaseException | None) -> OSError | None:
+    """The "no space left on device" error in ``exc`` or the errors it was raised from (or during)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _disk_full(exc: OSError) -> str:
+    """One line for a full disk (e.g. during a checkpoint write): what, where, what to do."""
+    where = f" writing {exc.filename}" if exc.filename else ""
+    return (
+        f"error: disk full ({exc.strerror or 'No space left on device'}){where}; free space on that disk, then "
+        "run again (a run resumes from its last.ckpt: `ablate train --output <run dir>`, `ablate sweep`)"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -186,6 +218,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return _stdout_closed()
+    except Exception as exc:  # noqa: BLE001 - only a full disk is turned into one line; the rest re-raised
+        full = _enospc(exc)
+        if full is None:
+            raise
+        print(_disk_full(full), file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -39,6 +39,7 @@ from ablate.config_schema import (
     TrainerConfig,
     enc_dec_layers,
     head_dims,
+    upgrade_layer,
 )
 from ablate.errors import ConfigError
 
@@ -156,6 +157,7 @@ def load_config(
     if overrides:
         sources.append(("command line", list(overrides)))
     parsed = [(label, dict(lay) if isinstance(lay, Mapping) else parse_dotlist(lay, label)) for label, lay in sources]
+    parsed = [(label, upgrade_layer(mapping, label)) for label, mapping in parsed]  # replaced keys
     cfg = default_config()
     for label, mapping in parsed:
         cfg = merge_layer(cfg, mapping, label)
@@ -165,6 +167,7 @@ def load_config(
 
 def merge_layer(cfg: DictConfig, mapping: Mapping[str, Any], source: str) -> DictConfig:
     """Merge one layer, turning OmegaConf's multi-line errors into one line naming key and source."""
+    mapping = upgrade_layer(mapping, source)  # e.g. a stored config's model.norm_placement
     _check_keys(mapping, cfg, source)
     try:
         return OmegaConf.merge(cfg, mapping)  # type: ignore[return-value]

@@ -115,7 +115,6 @@ def _check_model(c: _Checker) -> None:
         what = f"d_model={m.d_model} is not divisible by n_heads={m.n_heads}; set model.d_k and model.d_v explicitly"
         c.fail("model.d_k", what, "model.d_model", "model.n_heads")
     c.fraction("model.dropout", "model.attention_dropout")
-    c.one_of("model.norm_placement", ("post", "pre"))
 
 
 def _check_data(c: _Checker) -> None:
@@ -192,3 +191,10 @@ def _check_variants(c: _Checker) -> None:
             check_slot(kind, c.cfg.model[kind])
         except RegistryError as exc:
             c.fail(f"model.{kind}", str(exc))
+    from ablate.model.slots import model_slots
+
+    try:  # the closed forms refuse impossible combinations (e.g. gqa's n_kv_heads not dividing n_heads)
+        for slot in model_slots(c.cfg.model).values():
+            slot.num_params()
+    except ValueError as exc:
+        c.fail("model", str(exc), *(f"model.{kind}" for kind in SLOT_FIELDS))

@@ -7,8 +7,11 @@ that derive values from a model section).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from ablate.errors import ConfigError
 
 
 @dataclass
@@ -26,7 +29,7 @@ class ModelConfig:
     positional: Any = "sinusoidal"  # positional encoding: a registered name or {name, args}
     attention: Any = "mha"  # attention variant: a registered name or {name, args}
     norm: Any = "layernorm"  # normalization: a registered name or {name, args}
-    norm_placement: str = "post"  # post: LayerNorm(x + Dropout(f(x))) as in the paper; pre: x + f(Norm(x))
+    residual: Any = "post"  # residual/norm placement: post = Norm(x + Dropout(f(x))) as in the paper | pre | ...
     ffn: Any = "relu"  # position-wise feed-forward variant: a registered name or {name, args}
     tie_embeddings: bool = True  # one matrix for source, target embeddings and pre-softmax projection
     scale_embeddings: bool = True  # multiply embeddings by sqrt(d_model) (section 3.4)
@@ -116,8 +119,43 @@ class Config:
 
 
 SECTIONS = ("model", "data", "train", "trainer", "eval", "logging")
-SLOT_FIELDS = ("attention", "ffn", "norm", "positional")  # model fields that name a registered variant
+SLOT_FIELDS = ("attention", "ffn", "norm", "positional", "residual")  # model fields that name a registered variant
 OPEN_DICTS = ("data.args",)  # free-form mappings: their keys are checked against the corpus's options
+
+
+def upgrade_layer(mapping: Any, source: str) -> Any:
+    """A config layer with replaced keys rewritten: ``model.norm_placement: pre`` -> ``model.residual: pre``.
+
+    Old experiment files, sweep rows, stored configs and checkpoints keep loading. Returns ``mapping``
+    itself when there is nothing to rewrite; raises ConfigError for a value the old key never took.
+    """
+    model = mapping.get("model") if isinstance(mapping, Mapping) else None
+    if not isinstance(model, Mapping) or "norm_placement" not in model:
+        return mapping
+    model = dict(model)
+    value = model.pop("norm_placement")
+    if value not in ("post", "pre"):
+        what = f"must be 'post' or 'pre', got {value!r} (its new name, model.residual, takes more)"
+        raise ConfigError(f"{source}: model.norm_placement: {what}")
+    if "residual" in model and model["residual"] != value:
+        raise ConfigError(f"{source}: model.norm_placement: set model.residual only (norm_placement is its old name)")
+    return {**mapping, "model": {**model, "residual": value}}
+
+
+def hash_view(data: dict[str, Any]) -> dict[str, Any]:
+    """A plain config as it is hashed into trial ids, W&B run ids and config hashes.
+
+    The inverse of :func:`upgrade_layer` for the values the old key took: ``model.residual: post|pre``
+    hashes as ``model.norm_placement``, so trials and runs stored before the rename keep their ids
+    (a finished sweep stays finished; a run resumes into its W&B run). Old configs are upgraded first.
+    """
+    data = upgrade_layer(data, "stored config")
+    model = data.get("model")
+    if isinstance(model, Mapping) and model.get("residual") in ("post", "pre"):
+        model = dict(model)
+        model["norm_placement"] = model.pop("residual")
+        data = {**data, "model": model}
+    return data
 
 
 def enc_dec_layers(model_cfg: Any) -> tuple[int, int]:

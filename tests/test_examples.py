@@ -1,4 +1,5 @@
-"""The README's "add a variant" example: a user module registers RoPE, a sweep file imports it."""
+"""The README's "add a variant" example: a user module registers a positional encoding, a sweep file
+imports it, and the variant contract passes on it."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_rope_example_sweep_validates_and_dry_runs() -> None:
+def test_variant_example_sweep_validates_and_dry_runs() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "ablate", "sweep", "examples/rope-sweep.yaml", "--dry-run", "--json"],
+        [sys.executable, "-m", "ablate", "sweep", "examples/variant-sweep.yaml", "--dry-run", "--json"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -24,20 +25,21 @@ def test_rope_example_sweep_validates_and_dry_runs() -> None:
     trials = json.loads(proc.stdout)
     trials = trials["trials"] if isinstance(trials, dict) else trials
     rows = {t["row"]: t for t in trials}
-    assert set(rows) == {"sinusoidal", "learned", "rope"}
-    # RoPE has no parameters; the learned table adds max_positions x d_model per stack.
-    assert rows["rope"]["params"] == rows["sinusoidal"]["params"] < rows["learned"]["params"]
+    assert set(rows) == {"sinusoidal", "learned", "rope", "scaled sinusoids"}
+    # RoPE has no parameters; the plugin adds one scalar per stack; the learned table max_positions x d_model.
+    assert rows["rope"]["params"] == rows["sinusoidal"]["params"] == rows["scaled sinusoids"]["params"] - 2
+    assert rows["sinusoidal"]["params"] < rows["learned"]["params"]
 
 
-def test_rope_encodes_relative_positions(monkeypatch) -> None:
+def test_the_plugin_keeps_the_contract(monkeypatch) -> None:
     monkeypatch.syspath_prepend(str(ROOT / "examples"))
-    import rope
+    import scaled_sinusoidal
 
-    enc = rope.Rotary(d_k=8, max_positions=64)
-    q, k = torch.randn(1, 1, 1, 8), torch.randn(1, 1, 1, 8)
-    # the score of a query at i and a key at j depends only on i - j
-    s1 = (enc.rotate(q, offset=5) * enc.rotate(k, offset=2)).sum()
-    s2 = (enc.rotate(q, offset=20) * enc.rotate(k, offset=17)).sum()
-    s3 = (enc.rotate(q, offset=20) * enc.rotate(k, offset=2)).sum()
-    assert torch.allclose(s1, s2, atol=1e-5)
-    assert not torch.allclose(s1, s3, atol=1e-3)
+    from ablate.model.contract import run_contract
+
+    results = run_contract([("positional", "scaled_sinusoidal")])
+    assert [r.line() for r in results if not r.ok] == []
+    enc = scaled_sinusoidal.ScaledSinusoidal(d_model=8, max_positions=16)
+    with torch.no_grad():
+        enc.scale.fill_(0.0)
+    assert torch.equal(enc(torch.ones(1, 3, 8)), torch.ones(1, 3, 8))  # scale 0: positions switched off

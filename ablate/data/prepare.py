@@ -13,6 +13,12 @@ place only when complete, so an error or a kill never leaves a half-written prep
 Preparation streams: pass 1 copies every split's raw text into the folder (reservoir-sampling at
 most ``tokenizer_sample`` sentences of train), the tokenizer is trained on that sample, pass 2
 encodes chunk by chunk into the shards. Memory is bounded by the sample and one chunk.
+
+The metadata also records each dev/test split's unigram floor (:mod:`ablate.data.unigram`: the
+perplexity of a unigram model of the training targets), the report's "did the model learn anything?"
+line; a folder prepared before it existed gets it computed and stored on first use
+(:meth:`Prepared.unigram_floor`). torch-free (the batching import is deferred), so the report can
+find a sweep's prepared data (:func:`find_prepared`) without loading torch.
 """
 
 from __future__ import annotations
@@ -32,12 +38,13 @@ from typing import Any
 
 import sentencepiece as spm
 
-from ablate.data.batching import TokenBucketBatchSampler, padding_stats
+from ablate.atomic import atomic_write_json
 from ablate.data.catalog import build_corpus
 from ablate.data.errors import DataError
 from ablate.data.registry import Corpus
 from ablate.data.shards import Shard, ShardWriter
 from ablate.data.tokenizer import TRAINER_SETTINGS, Tokenizer, train_tokenizer
+from ablate.data.unigram import unigram_floor
 
 FORMAT_VERSION = 1  # bump when the prepared layout changes: it is part of the key
 CHUNK = 20_000  # pairs encoded at a time
@@ -123,7 +130,21 @@ class Prepared:
             lines = f.read().split("\n")[:-1]
         return [lines[i] for i in shard.line] if shard.dropped else lines
 
+    def unigram_floor(self, split: str) -> float:
+        """The dev PPL of a unigram model of the train targets on ``split`` (stored in meta.json; computed
+        and stored here for a folder prepared before the floor was recorded)."""
+        floors = self.meta.setdefault("unigram_floor", {})
+        if split not in floors:
+            floors[split] = unigram_floor(self.split("train"), self.split(split), self.vocab_size)
+            try:
+                atomic_write_json(self.dir / "meta.json", self.meta)
+            except OSError:  # a read-only cache still gets its floor, just not stored
+                pass
+        return float(floors[split])
+
     def summary_lines(self) -> list[str]:
+        from ablate.data.batching import TokenBucketBatchSampler, padding_stats
+
         m = self.meta
         how = "cache hit" if self.cache_hit else "prepared"
         took = f" in {self.elapsed_s:.2f} s" if self.elapsed_s is not None else ""
@@ -138,6 +159,9 @@ class Prepared:
                 f"  {name:<10} {info['pairs']:>9,} pairs, {info['src_tokens']:,} + {info['tgt_tokens']:,} "
                 f"subword tokens (src + tgt){dropped}"
             )
+        floors = ", ".join(f"{k} {v:.2f}" for k, v in m.get("unigram_floor", {}).items())
+        if floors:
+            lines.append(f"  floor      unigram dev PPL of the train targets: {floors} (a model must get below)")
         if self.max_tokens and self.split("train").n:
             shard = self.split("train")
             sampler = TokenBucketBatchSampler(shard.src_lengths, shard.tgt_lengths, self.max_tokens, seed=0)
@@ -160,11 +184,8 @@ def cache_key(identity: dict[str, Any], settings: TokenSettings) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def prepare_data(data_cfg: Any, progress: bool = True) -> Prepared:
-    """Prepare (or reuse) the corpus that a loaded ``data`` section names; see the module docstring.
-
-    The only reader of the data section here: everything below receives plain values.
-    """
+def _corpus_and_settings(data_cfg: Any, progress: bool) -> tuple[Corpus, TokenSettings, Path]:
+    """The only reader of the data section here: everything below receives plain values."""
     cache = cache_root(data_cfg.cache_dir)
     corpus = build_corpus(
         str(data_cfg.corpus),
@@ -182,6 +203,19 @@ def prepare_data(data_cfg: Any, progress: bool = True) -> Prepared:
         src_lang=str(data_cfg.src_lang),
         tgt_lang=str(data_cfg.tgt_lang),
     )
+    return corpus, settings, cache
+
+
+def find_prepared(data_cfg: Any) -> Prepared | None:
+    """The prepared folder of a loaded ``data`` section if it exists; prepares nothing (for the report)."""
+    corpus, settings, cache = _corpus_and_settings(data_cfg, progress=False)
+    final = cache / "prepared" / f"{corpus.name}-{cache_key(corpus.identity(cache), settings)}"
+    return Prepared(final) if (final / "meta.json").is_file() else None
+
+
+def prepare_data(data_cfg: Any, progress: bool = True) -> Prepared:
+    """Prepare (or reuse) the corpus that a loaded ``data`` section names; see the module docstring."""
+    corpus, settings, cache = _corpus_and_settings(data_cfg, progress)
     splits = {"data.valid_split": str(data_cfg.valid_split), "data.test_split": str(data_cfg.test_split)}
     return prepare(corpus, settings, cache, need_splits=splits, max_tokens=int(data_cfg.max_tokens), progress=progress)
 
@@ -229,6 +263,12 @@ def prepare(
     prepared = Prepared(final, cache_hit=False, elapsed_s=time.perf_counter() - t0, max_tokens=max_tokens)
     _log(progress, f"prepared {corpus.describe()} in {prepared.elapsed_s:.1f} s -> {final}")
     return prepared
+
+
+def _floors(folder: Path, names: list[str], vocab_size: int) -> dict[str, float]:
+    """The unigram floor of every split but train (ablate.data.unigram), for the report."""
+    train = Shard(folder / "shards" / "train")
+    return {n: unigram_floor(train, Shard(folder / "shards" / n), vocab_size) for n in names if n != "train"}
 
 
 def _require_splits(corpus: Corpus, needed: Iterable[tuple[str, str]]) -> None:
@@ -322,6 +362,7 @@ def _build(
         "tokenizer_sentences": n_sample,
         "max_len": settings.max_len,
         "splits": splits,
+        "unigram_floor": _floors(tmp, corpus.split_names(), tok.vocab_size),
         "sentencepiece": spm.__version__,
         "prepare_time_s": round(time.perf_counter() - t0, 3),
     }

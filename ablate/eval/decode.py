@@ -11,8 +11,10 @@ Conventions shared by both searches:
   of them, and at the last allowed position EOS is forced (so every hypothesis ends with EOS).
 - ``logprob`` is the model's summed log-probability of the tokens and the EOS; ``score`` is
   ``logprob / lp(|Y|)``. PAD and BOS are never generated.
-- A sentence is finished once it holds ``beam_size`` completed hypotheses (as fairseq does); its
-  rows are then dropped from the batch.
+- A sentence is finished once it holds ``beam_size`` completed hypotheses (as fairseq does), or
+  earlier, once no open beam can still score above its ``nbest``-th best completed hypothesis (the
+  bound in :func:`_cannot_improve`; the returned hypotheses are exactly those of the fairseq rule);
+  its rows are then dropped from the batch, so the batch shrinks as sentences finish.
 
 Incremental decoding uses the model contract (docs/architecture.md): ``encode``, ``new_cache``,
 ``decode(new_tokens, memory, src_pad, cache)`` and ``reorder_cache(cache, index, include_cross)``.
@@ -160,16 +162,37 @@ class _Candidates:
 
 
 def _candidates(beams: _Beams, lprobs: Tensor, k: int, eos_id: int) -> _Candidates:
-    """Every beam x every token; the top 2k always leave >= k that do not end in EOS."""
+    """Every beam x every token; the top 2k always leave >= k that do not end in EOS.
+
+    The best 2k of a sentence's k_cur x V extensions are among the best 2k tokens of each of its beams
+    (a beam's score is one constant added to its row), so each row is cut to its top 2k in fp32 first
+    and only k_cur x 2k sums per sentence are formed in float64."""
     n, vocab = beams.sent.numel(), lprobs.size(-1)
-    total = (beams.scores[:, None] + lprobs.double()).view(n, beams.k_cur * vocab)
-    score, idx = total.topk(min(2 * k, beams.k_cur * vocab), dim=1)  # sorted best first
-    tok = idx % vocab
-    return _Candidates(score, torch.div(idx, vocab, rounding_mode="floor"), tok, tok == eos_id)
+    per_row = min(2 * k, vocab)
+    row_lp, row_tok = lprobs.topk(per_row, dim=1)  # [N*k_cur, 2k]
+    total = (beams.scores[:, None] + row_lp.double()).view(n, beams.k_cur * per_row)
+    score, idx = total.topk(min(2 * k, beams.k_cur * per_row), dim=1)  # sorted best first
+    tok = row_tok.view(n, beams.k_cur * per_row).gather(1, idx)
+    return _Candidates(score, torch.div(idx, per_row, rounding_mode="floor"), tok, tok == eos_id)
+
+
+@dataclass
+class _Finished:
+    """Final hypotheses per sentence and, for the early stop, the ``nbest``-th best final score."""
+
+    hyps: list[list[Hypothesis]]
+    bar: Tensor  # [n_sent] float64: the nbest-th best score so far, -inf until there are nbest
+    nbest: int
+
+    def add(self, sent: int, hyp: Hypothesis) -> None:
+        hyps = self.hyps[sent]
+        hyps.append(hyp)
+        if len(hyps) >= self.nbest:
+            self.bar[sent] = sorted((h.score for h in hyps), reverse=True)[self.nbest - 1]
 
 
 def _complete(
-    finished: list[list[Hypothesis]], beams: _Beams, cand: _Candidates, at_limit: Tensor, t: int, k: int, alpha: float
+    finished: _Finished, beams: _Beams, cand: _Candidates, at_limit: Tensor, t: int, k: int, alpha: float
 ) -> Tensor:
     """Store EOS candidates ranked within the top k (fairseq's rule); returns which sentences are done [N]."""
     final = cand.is_eos & torch.isfinite(cand.score)
@@ -178,13 +201,29 @@ def _complete(
     if final.any():
         lp = length_penalty(t, alpha)
         for i, j in final.nonzero().tolist():
-            hyps = finished[int(beams.sent[i])]
-            if len(hyps) < k:
+            sent = int(beams.sent[i])
+            if len(finished.hyps[sent]) < k:
                 row = i * beams.k_cur + int(cand.beam[i, j])
                 s = float(cand.score[i, j])
-                hyps.append(Hypothesis(beams.tokens[row, 1:].tolist(), s, s / lp))
-            done[i] = done[i] or len(hyps) >= k
+                finished.add(sent, Hypothesis(beams.tokens[row, 1:].tolist(), s, s / lp))
+            done[i] = done[i] or len(finished.hyps[sent]) >= k
     return done
+
+
+def _cannot_improve(
+    finished: _Finished, beams: _Beams, cand: _Candidates, limit: Tensor, t: int, alpha: float
+) -> Tensor:
+    """Sentences [N] whose ``nbest`` best final hypotheses can no longer change.
+
+    Every later final hypothesis extends one of the next open beams, so its log-probability is at most
+    the best open one, L <= 0, and its length |Y| lies in (t, limit]: its score is at most
+    L / max(lp(t + 1), lp(limit)). When that bound is <= the nbest-th best final score, the fairseq rule
+    (go on until k finals) would only add hypotheses that rank after the current nbest (a stable sort
+    keeps earlier ones first on ties), so stopping now returns exactly the same nbest hypotheses."""
+    best_open = cand.score.masked_fill(cand.is_eos, -math.inf).amax(dim=1)  # [N] best next beam
+    longest = limit[beams.sent].double()
+    lp_max = torch.maximum(((5.0 + longest) / 6.0) ** alpha, torch.full_like(longest, length_penalty(t + 1, alpha)))
+    return best_open / lp_max <= finished.bar[beams.sent]
 
 
 def _advance(beams: _Beams, cand: _Candidates, done: Tensor, k: int, step: _Stepper) -> _Beams:
@@ -219,7 +258,9 @@ def beam_search(
     n_sent, device = src.size(0), src.device
     limit = max_lengths(src, model.pad_id, s.max_len_a, s.max_len_b)
     step = _Stepper(model, src, use_cache)
-    finished: list[list[Hypothesis]] = [[] for _ in range(n_sent)]
+    finished = _Finished(
+        [[] for _ in range(n_sent)], torch.full((n_sent,), -math.inf, dtype=torch.float64, device=device), nbest
+    )
     beams = _Beams(
         torch.arange(n_sent, device=device),
         torch.full((n_sent, 1), s.bos_id, dtype=torch.long, device=device),
@@ -233,8 +274,9 @@ def beam_search(
         t += 1
         cand = _candidates(beams, lprobs, k, s.eos_id)
         done = _complete(finished, beams, cand, at_limit, t, k, s.alpha)
+        done |= _cannot_improve(finished, beams, cand, limit, t, s.alpha)
         beams = _advance(beams, cand, done, k, step)
-    return [sorted(hyps, key=lambda h: -h.score)[:nbest] for hyps in finished]
+    return [sorted(hyps, key=lambda h: -h.score)[:nbest] for hyps in finished.hyps]
 
 
 def translate(model: Any, src: Tensor, settings: DecodeSettings = _DEFAULT) -> list[list[int]]:

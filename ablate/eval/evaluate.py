@@ -120,7 +120,26 @@ def evaluate_run(
         "split": split,
         "beam_size": settings.beam_size,
     }
+    written = write_eval(rd, eval_name(split, checkpoint, beam_size), metrics, result.hypotheses)
     if print_results:
         for key, value in metrics.items():
             print(f"{key:<24} {value:.4f}" if isinstance(value, float) else f"{key:<24} {value}")
+        print(f"written: {written[0]} and {written[1].name}")
     return metrics
+
+
+def eval_name(split: str, checkpoint: str, beam_size: int | None) -> str:
+    """``eval-<split>-<checkpoint>[-beam<N>]``: the stem of an `ablate eval`'s files in ``outputs/``."""
+    label = checkpoint if checkpoint in ("best", "last") else Path(checkpoint).stem
+    label = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
+    return f"eval-{split}-{label}" + (f"-beam{beam_size}" if beam_size is not None else "")
+
+
+def write_eval(rd: RunDir, name: str, metrics: dict[str, Any], hypotheses: list[str]) -> tuple[Path, Path]:
+    """``outputs/<name>.json`` (the metrics) and ``outputs/<name>.hyp`` (the hypotheses) of a run directory."""
+    from ablate.atomic import atomic_write_json
+
+    rd.write_hypotheses(name, hypotheses)
+    hyp = rd.hyp_file(name)
+    atomic_write_json(hyp.with_suffix(".json"), metrics)
+    return hyp.with_suffix(".json"), hyp

@@ -1,19 +1,20 @@
 """The paper's encoder-decoder Transformer (Vaswani et al. 2017, section 3) and its swappable parts.
 
-Importing this package fills the model registries (``positional``, ``attention``, ``norm``, ``ffn``)
-and never imports Lightning. Entry points: :func:`build_model`, :func:`count_parameters`,
+Importing this package fills the model registries (``positional``, ``attention``, ``norm``, ``ffn``,
+``residual``) and never imports Lightning. Entry points: :func:`build_model`, :func:`count_parameters`,
 :func:`train_flops` (ablate/model/build.py, the only code that reads the ``model`` config section;
 they take the section as loaded by ablate.config). The registries are defined in their slot's module;
-ablate/model/slots.py maps slot kinds to them.
+ablate/model/slots.py maps slot kinds to them; ablate/model/contract.py checks any registered variant.
 """
 
 from __future__ import annotations
 
-from ablate.model.attention import ATTENTION, MultiHeadAttention
+from ablate.model.attention import ATTENTION, Attention, MultiHeadAttention
 from ablate.model.build import build_model, count_parameters, train_flops
 from ablate.model.ffn import FFN, ReluFFN
 from ablate.model.norm import NORM, LayerNorm
 from ablate.model.positional import POSITIONAL, LearnedPositional, PositionalEncoding, SinusoidalPositional
+from ablate.model.residual import RESIDUAL, Residual
 from ablate.model.slots import SLOT_REGISTRIES
 from ablate.model.transformer import DecoderCache, DecoderLayer, EncoderLayer, Transformer
 
@@ -22,6 +23,9 @@ __all__ = [
     "FFN",
     "NORM",
     "POSITIONAL",
+    "RESIDUAL",
+    "SLOT_REGISTRIES",
+    "Attention",
     "DecoderCache",
     "DecoderLayer",
     "EncoderLayer",
@@ -29,8 +33,8 @@ __all__ = [
     "LearnedPositional",
     "MultiHeadAttention",
     "PositionalEncoding",
-    "SLOT_REGISTRIES",
     "ReluFFN",
+    "Residual",
     "SinusoidalPositional",
     "Transformer",
     "build_model",

@@ -1,8 +1,8 @@
 """Attention: the ``attention`` registry and the paper's multi-head attention (section 3.2).
 
 Registered here: ``mha``, scaled dot-product attention over h heads with query/key width d_k and
-value width d_v chosen independently of d_model / h (Table 3 rows A and B):
-W_Q, W_K: d_model -> h*d_k, W_V: d_model -> h*d_v, W_O: h*d_v -> d_model, all with biases.
+value width d_v chosen independently of d_model / h (Table 3 rows A and B); ``gqa`` (grouped-query:
+n_kv_heads key/value heads shared by groups of query heads) and ``mqa`` (one key/value head).
 
 The protocol every attention class follows
 ------------------------------------------
@@ -24,7 +24,9 @@ offset=0) -> [B, Tq, D]``
 - ``positional`` / ``offset``: for self-attention, a positional module whose ``rotate`` is applied to
   the queries and new keys at positions ``offset ..`` when it sets ``rotates_qk`` (rotary encodings).
 
-Grouped-query attention is one more registered class with an ``n_kv_heads`` arg and the same forward.
+:class:`Attention` implements all of that once: the self/cross split, the fused projections, the
+KV-cache dict, the rotation. A variant subclasses it, passes ``kv_heads`` and overrides what it
+changes: the projections (``project_q`` / ``project_kv``) or the scores (``attend``). ``gqa`` is 20 lines.
 """
 
 from __future__ import annotations
@@ -38,38 +40,75 @@ from ablate.registry import Registry
 ATTENTION: Registry[type[nn.Module]] = Registry("attention", "how queries attend to keys and values")
 
 
-@ATTENTION.register("mha")
-class MultiHeadAttention(nn.Module):
-    """Multi-head scaled dot-product attention with independent d_k and d_v (section 3.2.2)."""
+def check_heads(n_heads: int, kv_heads: int) -> None:
+    if kv_heads < 1 or n_heads % kv_heads:
+        raise ValueError(f"n_heads={n_heads} must be a multiple of the key/value heads ({kv_heads})")
 
-    def __init__(self, d_model: int, n_heads: int, d_k: int, d_v: int, dropout: float = 0.0) -> None:
+
+class Attention(nn.Module):
+    """Base: h query heads and ``kv_heads`` key/value heads (h must be a multiple), one fused W_Q|W_K|W_V."""
+
+    def __init__(
+        self, d_model: int, n_heads: int, d_k: int, d_v: int, dropout: float = 0.0, *, kv_heads: int | None = None
+    ) -> None:
         super().__init__()
-        self.n_heads, self.d_k, self.d_v, self.dropout = n_heads, d_k, d_v, dropout
-        qk, v = n_heads * d_k, n_heads * d_v
-        # W_Q, W_K and W_V stacked in one matrix: self-attention projects with a single matmul, and
-        # cross-attention uses row slices of it (contiguous views, no copies).
-        self.in_proj = nn.Linear(d_model, 2 * qk + v)
-        self.out_proj = nn.Linear(v, d_model)
+        kv_heads = n_heads if kv_heads is None else kv_heads
+        check_heads(n_heads, kv_heads)
+        self.n_heads, self.kv_heads, self.d_k, self.d_v, self.dropout = n_heads, kv_heads, d_k, d_v, dropout
+        self.widths = [n_heads * d_k, kv_heads * d_k, kv_heads * d_v]  # rows of W_Q, W_K, W_V
+        # stacked in one matrix: self-attention projects with one matmul, cross-attention uses row slices
+        self.in_proj = nn.Linear(d_model, sum(self.widths))
+        self.out_proj = nn.Linear(n_heads * d_v, d_model)
         self.reset_parameters()
+
+    @staticmethod
+    def count(d_model: int, n_heads: int, d_k: int, d_v: int, kv_heads: int) -> int:
+        """Closed-form parameter count of this layout (subclasses call it from their ``num_params``)."""
+        check_heads(n_heads, kv_heads)
+        rows = n_heads * d_k + kv_heads * (d_k + d_v)
+        return (d_model + 1) * rows + (n_heads * d_v + 1) * d_model
 
     def reset_parameters(self) -> None:
         # Xavier-uniform per projection (as fairseq / tensor2tensor); the paper does not specify.
-        qk = self.n_heads * self.d_k
-        w = self.in_proj.weight
-        for part in (w[:qk], w[qk : 2 * qk], w[2 * qk :]):
+        for part in self.in_proj.weight.split(self.widths):
             nn.init.xavier_uniform_(part)
         nn.init.xavier_uniform_(self.out_proj.weight)
         nn.init.zeros_(self.in_proj.bias)
         nn.init.zeros_(self.out_proj.bias)
 
-    @staticmethod
-    def num_params(d_model: int, n_heads: int, d_k: int, d_v: int) -> int:
-        qk, v = n_heads * d_k, n_heads * d_v
-        return (d_model + 1) * (2 * qk + v) + (v + 1) * d_model
+    def scale_residual_init(self, beta: float) -> None:
+        """DeepNet's init: scale W_V and W_O by beta, leave W_Q and W_K (ablate/model/residual.py)."""
+        v = sum(self.widths[:2])
+        self.in_proj.weight.data[v:] *= beta
+        self.out_proj.weight.data *= beta
 
     def _heads(self, x: Tensor, width: int) -> Tensor:
         b, t, _ = x.shape
-        return x.view(b, t, self.n_heads, width).transpose(1, 2)  # [B, H, T, width] (a view)
+        return x.view(b, t, -1, width).transpose(1, 2)  # [B, heads, T, width] (a view)
+
+    def project_q(self, x: Tensor) -> Tensor:
+        """[B, T, D] -> queries [B, H, T, K]."""
+        q = self.widths[0]
+        return self._heads(F.linear(x, self.in_proj.weight[:q], self.in_proj.bias[:q]), self.d_k)
+
+    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """[B, T, D] -> keys [B, H_kv, T, K], values [B, H_kv, T, V]."""
+        q = self.widths[0]
+        k, v = F.linear(x, self.in_proj.weight[q:], self.in_proj.bias[q:]).split(self.widths[1:], dim=-1)
+        return self._heads(k, self.d_k), self._heads(v, self.d_v)
+
+    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Self-attention: all three projections in one matmul."""
+        q, k, v = self.in_proj(x).split(self.widths, dim=-1)
+        return self._heads(q, self.d_k), self._heads(k, self.d_k), self._heads(v, self.d_v)
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, is_causal: bool) -> Tensor:
+        """Scaled dot-product attention (section 3.2.1, scale 1/sqrt(d_k)) -> [B, H, Tq, V]."""
+        p = self.dropout if self.training else 0.0
+        gqa = self.kv_heads != self.n_heads  # the kernel shares each K/V head across its query group
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, dropout_p=p, is_causal=is_causal, enable_gqa=gqa
+        )
 
     def forward(
         self,
@@ -82,30 +121,66 @@ class MultiHeadAttention(nn.Module):
         positional: nn.Module | None = None,
         offset: int = 0,
     ) -> Tensor:
-        qk = self.n_heads * self.d_k
-        w, bias = self.in_proj.weight, self.in_proj.bias
-        if key_value is None:  # self-attention: one fused projection
-            q, k, v = F.linear(query, w, bias).split([qk, qk, self.n_heads * self.d_v], dim=-1)
-            q, k, v = self._heads(q, self.d_k), self._heads(k, self.d_k), self._heads(v, self.d_v)
+        if key_value is None:  # self-attention: one fused projection; cache the new keys after rotation
+            q, k, v = self.project_qkv(query)
             if positional is not None and positional.rotates_qk:
                 q, k = positional.rotate(q, offset), positional.rotate(k, offset)
             if cache is not None:
                 if "k" in cache:  # append the new positions to the cached ones
-                    k = torch.cat([cache["k"], k], dim=2)
-                    v = torch.cat([cache["v"], v], dim=2)
+                    k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
                 cache["k"], cache["v"] = k, v
         else:  # cross-attention: K/V of the encoder output, computed once per sentence when cached
-            q = self._heads(F.linear(query, w[:qk], bias[:qk]), self.d_k)
+            q = self.project_q(query)
             if cache is not None and "k" in cache:
                 k, v = cache["k"], cache["v"]
             else:
-                k, v = F.linear(key_value, w[qk:], bias[qk:]).split([qk, self.n_heads * self.d_v], dim=-1)
-                k, v = self._heads(k, self.d_k), self._heads(v, self.d_v)
+                k, v = self.project_kv(key_value)
                 if cache is not None:
                     cache["k"], cache["v"] = k, v
-        # fused kernel; scale 1/sqrt(d_k) (section 3.2.1); q and k share d_k, v has d_v
-        out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=attn_mask, dropout_p=self.dropout if self.training else 0.0, is_causal=is_causal
-        )
+        out = self.attend(q, k, v, attn_mask, is_causal)
         b, _, t, _ = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(b, t, self.n_heads * self.d_v))
+
+
+@ATTENTION.register("mha")
+class MultiHeadAttention(Attention):
+    """Multi-head scaled dot-product attention with independent d_k and d_v (section 3.2.2)."""
+
+    def __init__(self, d_model: int, n_heads: int, d_k: int, d_v: int, dropout: float = 0.0) -> None:
+        super().__init__(d_model, n_heads, d_k, d_v, dropout)
+
+    @staticmethod
+    def num_params(d_model: int, n_heads: int, d_k: int, d_v: int) -> int:
+        return Attention.count(d_model, n_heads, d_k, d_v, kv_heads=n_heads)
+
+
+def default_kv_heads(n_heads: int) -> int:
+    return n_heads // 2 if n_heads % 2 == 0 else 1
+
+
+@ATTENTION.register("gqa")
+class GroupedQueryAttention(Attention):
+    """n_kv_heads key/value heads, each shared by n_heads / n_kv_heads query heads (Ainslie et al. 2023, GQA)."""
+
+    def __init__(
+        self, d_model: int, n_heads: int, d_k: int, d_v: int, dropout: float = 0.0, n_kv_heads: int | None = None
+    ) -> None:
+        kv = default_kv_heads(n_heads) if n_kv_heads is None else n_kv_heads
+        super().__init__(d_model, n_heads, d_k, d_v, dropout, kv_heads=kv)
+
+    @staticmethod
+    def num_params(d_model: int, n_heads: int, d_k: int, d_v: int, n_kv_heads: int | None = None) -> int:
+        kv = default_kv_heads(n_heads) if n_kv_heads is None else n_kv_heads
+        return Attention.count(d_model, n_heads, d_k, d_v, kv_heads=kv)
+
+
+@ATTENTION.register("mqa")
+class MultiQueryAttention(Attention):
+    """One key/value head shared by every query head (Shazeer 2019, "Fast Transformer Decoding")."""
+
+    def __init__(self, d_model: int, n_heads: int, d_k: int, d_v: int, dropout: float = 0.0) -> None:
+        super().__init__(d_model, n_heads, d_k, d_v, dropout, kv_heads=1)
+
+    @staticmethod
+    def num_params(d_model: int, n_heads: int, d_k: int, d_v: int) -> int:
+        return Attention.count(d_model, n_heads, d_k, d_v, kv_heads=1)

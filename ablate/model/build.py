@@ -1,20 +1,22 @@
 """From a ``model`` config section to a Transformer, its parameter count and its training FLOPs.
 
 This is the only code that reads model config (Table 3's knobs: N, d_model, d_ff, h, d_k, d_v,
-P_drop, positional encoding). Modules below receive built children and plain numbers.
+P_drop, positional encoding, residual placement). Modules below receive built children and plain numbers.
 
 Every function here takes one shape: the ``model`` section of a loaded config (``load_config(...).model``,
 ``from_dict(...).model`` or ``model_section(mapping)`` for a stored dict). It was checked when it was
 loaded (values, variant names, slot args, cross-section limits), so nothing here checks it again.
 
-Slots (``positional``, ``attention``, ``norm``, ``ffn``) name a registered class and optional
-``args``. A class receives, from the numbers below, only the keywords its constructor names, plus
-every slot arg (the loader refuses an arg the constructor does not accept):
+Slots (``positional``, ``attention``, ``norm``, ``ffn``, ``residual``) name a registered class and
+optional ``args``. A class receives, from the values below, only the keywords its constructor names,
+plus every slot arg (the loader refuses an arg the constructor does not accept):
 
-- positional: ``d_model, max_positions, n_heads, d_k``
+- positional: ``d_model, max_positions, n_heads, d_k, causal`` (True for the decoder's instance)
 - attention:  ``d_model, n_heads, d_k, d_v, dropout`` (= model.attention_dropout)
 - norm:       ``d_model``
 - ffn:        ``d_model, d_ff``
+- residual:   ``norms`` (``cls.norms_per_sublayer`` built norms), ``dropout`` (= model.dropout),
+  ``n_enc_layers, n_dec_layers, stack`` ("encoder" | "decoder")
 
 Parameter counts are closed form: every registered class may define ``num_params`` (a staticmethod or
 classmethod taking the constructor's keywords) in its own class body. A class that does not (or
@@ -23,7 +25,6 @@ inherits it) is built once on the meta device, which allocates nothing, and its 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,7 +35,7 @@ from torch import nn
 from ablate.config import model_section
 from ablate.config_schema import ModelConfig, enc_dec_layers, head_dims
 from ablate.data.special import PAD_ID
-from ablate.model.slots import keywords, lookup_slot
+from ablate.model.slots import Slot, model_slots
 from ablate.model.transformer import DecoderLayer, EncoderLayer, Transformer
 
 # Used by train_flops when the caller does not know the average sentence lengths: about the mean
@@ -55,54 +56,6 @@ def _section(model_cfg: Any) -> DictConfig:
     )
 
 
-@dataclasses.dataclass
-class _Slot:
-    """A resolved slot: the registered class and the keywords it will be called with."""
-
-    cls: Any
-    kwargs: dict[str, Any]
-
-    def build(self) -> nn.Module:
-        return self.cls(**self.kwargs)
-
-    def num_params(self) -> int:
-        # only a closed form defined in the class's own body: an inherited one may miss new parameters
-        if isinstance(self.cls, type) and "num_params" in vars(self.cls):
-            fn = self.cls.num_params  # bound through the descriptor (static or class method)
-            accepted = keywords(fn)
-            kw = self.kwargs if accepted is None else {k: v for k, v in self.kwargs.items() if k in accepted}
-            return int(fn(**kw))
-        with torch.device("meta"):  # no closed form: build it without allocating and count
-            module = self.build()
-        return sum(p.numel() for p in module.parameters())
-
-
-def _slot(kind: str, spec: Any, context: dict[str, Any]) -> _Slot:
-    cls, args = lookup_slot(kind, spec)
-    accepted = keywords(cls)
-    if accepted is not None:
-        context = {k: v for k, v in context.items() if k in accepted}
-    return _Slot(cls, {**context, **args})
-
-
-def _slots(m: DictConfig) -> dict[str, _Slot]:
-    d_k, d_v = head_dims(m)
-    return {
-        "positional": _slot(
-            "positional",
-            m.positional,
-            dict(d_model=m.d_model, max_positions=m.max_positions, n_heads=m.n_heads, d_k=d_k),
-        ),
-        "attention": _slot(
-            "attention",
-            m.attention,
-            dict(d_model=m.d_model, n_heads=m.n_heads, d_k=d_k, d_v=d_v, dropout=m.attention_dropout),
-        ),
-        "norm": _slot("norm", m.norm, dict(d_model=m.d_model)),
-        "ffn": _slot("ffn", m.ffn, dict(d_model=m.d_model, d_ff=m.d_ff)),
-    }
-
-
 def _embedding(vocab_size: int, d_model: int, pad_id: int) -> nn.Embedding:
     emb = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
     # std d_model^-0.5: after the sqrt(d_model) scaling the embeddings have unit scale, like the
@@ -118,10 +71,13 @@ def build_model(model_cfg: DictConfig, vocab_size: int, pad_id: int = PAD_ID) ->
     if vocab_size <= pad_id or vocab_size < 2:
         raise ValueError(f"vocab_size={vocab_size} must exceed pad_id={pad_id}; check the prepared vocabulary")
     m = _section(model_cfg)
-    slots = _slots(m)
+    slots = model_slots(m)
     n_enc, n_dec = enc_dec_layers(m)
     norm, attn, ffn = slots["norm"], slots["attention"], slots["ffn"]
-    placement, p = m.norm_placement, m.dropout
+    enc_res, dec_res = slots["enc_residual"], slots["dec_residual"]
+
+    def residuals(slot: Slot, n: int) -> list[nn.Module]:
+        return [slot.build(norms=[norm.build() for _ in range(slot.cls.norms_per_sublayer)]) for _ in range(n)]
 
     src_embed = _embedding(vocab_size, m.d_model, pad_id)
     if m.tie_embeddings:  # one matrix for source, target and the pre-softmax projection (section 3.4)
@@ -131,26 +87,21 @@ def build_model(model_cfg: DictConfig, vocab_size: int, pad_id: int = PAD_ID) ->
         out_proj = nn.Linear(m.d_model, vocab_size, bias=False)
         nn.init.normal_(out_proj.weight, mean=0.0, std=m.d_model**-0.5)
 
-    encoder = [
-        EncoderLayer(attn.build(), ffn.build(), [norm.build() for _ in range(2)], p, placement) for _ in range(n_enc)
-    ]
-    decoder = [
-        DecoderLayer(attn.build(), attn.build(), ffn.build(), [norm.build() for _ in range(3)], p, placement)
-        for _ in range(n_dec)
-    ]
-    pre = placement == "pre"  # pre-norm leaves each stack's output unnormalized: add a final norm
+    encoder = [EncoderLayer(attn.build(), ffn.build(), residuals(enc_res, 2)) for _ in range(n_enc)]
+    decoder = [DecoderLayer(attn.build(), attn.build(), ffn.build(), residuals(dec_res, 3)) for _ in range(n_dec)]
     return Transformer(
         src_embed=src_embed,
         tgt_embed=tgt_embed,
         out_proj=out_proj,
-        src_positional=slots["positional"].build(),
-        tgt_positional=slots["positional"].build(),
+        src_positional=slots["src_positional"].build(),
+        tgt_positional=slots["tgt_positional"].build(),
         encoder_layers=encoder,
         decoder_layers=decoder,
-        encoder_norm=norm.build() if pre else None,
-        decoder_norm=norm.build() if pre else None,
+        # pre-norm-like placements leave each stack's output unnormalized: they ask for a final norm
+        encoder_norm=norm.build() if enc_res.cls.final_norm else None,
+        decoder_norm=norm.build() if dec_res.cls.final_norm else None,
         d_model=m.d_model,
-        dropout=p,
+        dropout=m.dropout,
         scale_embeddings=m.scale_embeddings,
         pad_id=pad_id,
     )
@@ -159,14 +110,14 @@ def build_model(model_cfg: DictConfig, vocab_size: int, pad_id: int = PAD_ID) ->
 def count_parameters(model_cfg: DictConfig, vocab_size: int) -> int:
     """Closed-form parameter count of ``build_model(model_cfg, vocab_size)``; allocates nothing."""
     m = _section(model_cfg)
-    slots = _slots(m)
+    slots = model_slots(m)
     n_enc, n_dec = enc_dec_layers(m)
     attn, ffn, norm = (slots[k].num_params() for k in ("attention", "ffn", "norm"))
     embeddings = vocab_size * m.d_model * (1 if m.tie_embeddings else 3)
-    total = embeddings + 2 * slots["positional"].num_params()
-    total += n_enc * (attn + ffn + 2 * norm) + n_dec * (2 * attn + ffn + 3 * norm)
-    if m.norm_placement == "pre":
-        total += 2 * norm
+    total = embeddings + slots["src_positional"].num_params() + slots["tgt_positional"].num_params()
+    for res, n_layers, n_sub, n_attn in ((slots["enc_residual"], n_enc, 2, 1), (slots["dec_residual"], n_dec, 3, 2)):
+        wrapper = res.num_params() + res.cls.norms_per_sublayer * norm  # one residual wrapper and its norms
+        total += n_layers * (n_attn * attn + ffn + n_sub * wrapper) + (norm if res.cls.final_norm else 0)
     return total
 
 
@@ -192,7 +143,7 @@ def train_flops(
     d, h = m.d_model, m.n_heads
     s_len = float(src_len if src_len is not None else TYPICAL_SENTENCE_LEN)
     t_len = float(tgt_len if tgt_len is not None else TYPICAL_SENTENCE_LEN)
-    ffn = 2.0 * _slots(m)["ffn"].num_params()
+    ffn = 2.0 * model_slots(m)["ffn"].num_params()
 
     def scores(keys: float) -> float:  # Q.K^T and weights.V for one query over `keys` keys
         return 2.0 * h * (d_k + d_v) * keys

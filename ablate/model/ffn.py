@@ -1,10 +1,12 @@
 """Position-wise feed-forward networks: the ``ffn`` registry (section 3.3).
 
-Registered here: ``relu``, FFN(x) = max(0, x W1 + b1) W2 + b2 with inner width d_ff.
+Registered here: ``relu`` (the paper's FFN(x) = max(0, x W1 + b1) W2 + b2, inner width d_ff),
+``gelu`` (the same block with GELU), and the gated linear units ``swiglu`` and ``geglu`` (Shazeer
+2020). A gated block has three matrices, so by default its inner width is 2/3 d_ff, which keeps its
+parameter count at the relu block's (up to rounding); ``args: {d_inner: N}`` sets the width directly.
 
 Protocol: a class is constructed with ``d_model, d_ff`` (plus the slot's ``args``), maps ``[..., D]``
-to ``[..., D]``, and ``num_params(d_model, d_ff, ...)`` gives its parameter count. A gated variant
-(SwiGLU) is one more registered class.
+to ``[..., D]``, and ``num_params(d_model, d_ff, ...)`` gives its parameter count.
 """
 
 from __future__ import annotations
@@ -17,21 +19,79 @@ from ablate.registry import Registry
 FFN: Registry[type[nn.Module]] = Registry("ffn", "position-wise feed-forward network inside every layer")
 
 
+def _linear(d_in: int, d_out: int) -> nn.Linear:
+    lin = nn.Linear(d_in, d_out)
+    nn.init.xavier_uniform_(lin.weight)  # Xavier-uniform as in fairseq / tensor2tensor
+    nn.init.zeros_(lin.bias)
+    return lin
+
+
 @FFN.register("relu")
 class ReluFFN(nn.Module):
     """Two linear maps with a ReLU between them, d_model -> d_ff -> d_model (section 3.3)."""
 
     def __init__(self, d_model: int, d_ff: int) -> None:
         super().__init__()
-        self.w1 = nn.Linear(d_model, d_ff)
-        self.w2 = nn.Linear(d_ff, d_model)
-        for lin in (self.w1, self.w2):  # Xavier-uniform as in fairseq / tensor2tensor
-            nn.init.xavier_uniform_(lin.weight)
-            nn.init.zeros_(lin.bias)
+        self.w1 = _linear(d_model, d_ff)
+        self.w2 = _linear(d_ff, d_model)
 
     @staticmethod
     def num_params(d_model: int, d_ff: int) -> int:
         return (d_model + 1) * d_ff + (d_ff + 1) * d_model
 
+    def activation(self, h: Tensor) -> Tensor:
+        return F.relu(h)
+
     def forward(self, x: Tensor) -> Tensor:
-        return self.w2(F.relu(self.w1(x)))
+        return self.w2(self.activation(self.w1(x)))
+
+
+@FFN.register("gelu")
+class GeluFFN(ReluFFN):
+    """The paper's FFN with GELU instead of ReLU (Hendrycks & Gimpel 2016; as in BERT and GPT-2)."""
+
+    @staticmethod
+    def num_params(d_model: int, d_ff: int) -> int:
+        return (d_model + 1) * d_ff + (d_ff + 1) * d_model
+
+    def activation(self, h: Tensor) -> Tensor:
+        return F.gelu(h)
+
+
+def glu_width(d_ff: int, d_inner: int | None) -> int:
+    """Inner width of a gated FFN: 2/3 d_ff by default (three matrices at the relu block's count)."""
+    return d_inner if d_inner is not None else max(1, (2 * d_ff) // 3)
+
+
+@FFN.register("swiglu")
+class SwiGLU(nn.Module):
+    """(Swish(x W) * x V) W2, inner width 2/3 d_ff by default so params match relu (Shazeer 2020)."""
+
+    def __init__(self, d_model: int, d_ff: int, d_inner: int | None = None) -> None:
+        super().__init__()
+        h = glu_width(d_ff, d_inner)
+        self.w_gate, self.w_up, self.w_down = _linear(d_model, h), _linear(d_model, h), _linear(h, d_model)
+
+    @staticmethod
+    def num_params(d_model: int, d_ff: int, d_inner: int | None = None) -> int:
+        h = glu_width(d_ff, d_inner)
+        return 2 * (d_model + 1) * h + (h + 1) * d_model
+
+    def gate(self, g: Tensor) -> Tensor:
+        return F.silu(g)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.w_down(self.gate(self.w_gate(x)) * self.w_up(x))
+
+
+@FFN.register("geglu")
+class GeGLU(SwiGLU):
+    """(GELU(x W) * x V) W2, inner width 2/3 d_ff by default so params match relu (Shazeer 2020)."""
+
+    @staticmethod
+    def num_params(d_model: int, d_ff: int, d_inner: int | None = None) -> int:
+        h = glu_width(d_ff, d_inner)
+        return 2 * (d_model + 1) * h + (h + 1) * d_model
+
+    def gate(self, g: Tensor) -> Tensor:
+        return F.gelu(g)

@@ -1,17 +1,19 @@
 """Normalization: the ``norm`` registry (section 3.1: "LayerNorm(x + Sublayer(x))", Ba et al. 2016).
 
-Registered here: ``layernorm`` (with weight and bias). Where the norm sits (post: the paper's
-LayerNorm(x + Dropout(f(x))); pre: x + Dropout(f(Norm(x))) plus a final norm per stack) is
-``model.norm_placement`` and is handled by the layers, not by the norm class.
+Registered here: ``layernorm`` (with weight and bias), ``rmsnorm`` (Zhang & Sennrich 2019: no mean,
+no bias) and ``scalenorm`` (Nguyen & Salazar 2019: one learned scale for the whole vector). Where
+the norm sits is the ``residual`` slot (ablate/model/residual.py), not the norm class.
 
 Protocol: a norm class is constructed with ``d_model`` (plus the slot's ``args``), normalizes the last
 dimension of ``[..., D]`` and keeps the shape; ``num_params(d_model, ...)`` gives its parameter count.
-RMSNorm is one more registered class.
 """
 
 from __future__ import annotations
 
-from torch import nn
+import math
+
+import torch
+from torch import Tensor, nn
 
 from ablate.registry import Registry
 
@@ -28,3 +30,32 @@ class LayerNorm(nn.LayerNorm):
     @staticmethod
     def num_params(d_model: int, eps: float = 1e-5) -> int:
         return 2 * d_model
+
+
+@NORM.register("rmsnorm")
+class RMSNorm(nn.RMSNorm):
+    """x / RMS(x) * g with a learned gain and no bias or mean (Zhang & Sennrich, 2019)."""
+
+    def __init__(self, d_model: int, eps: float = 1e-6) -> None:
+        super().__init__(d_model, eps=eps)
+
+    @staticmethod
+    def num_params(d_model: int, eps: float = 1e-6) -> int:
+        return d_model
+
+
+@NORM.register("scalenorm")
+class ScaleNorm(nn.Module):
+    """g * x / ||x|| with one learned scalar g, initialized to sqrt(d_model) (Nguyen & Salazar, 2019)."""
+
+    def __init__(self, d_model: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.scale = nn.Parameter(torch.tensor(math.sqrt(d_model)))
+
+    @staticmethod
+    def num_params(d_model: int, eps: float = 1e-5) -> int:
+        return 1
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.scale * x / x.norm(dim=-1, keepdim=True).clamp_min(self.eps)

@@ -1,7 +1,8 @@
 """Positional information: the ``positional`` registry (Vaswani et al. 2017, section 3.5; Table 3 row E).
 
-Registered here: ``sinusoidal`` (the paper's fixed sine/cosine encodings) and ``learned`` (a trained
-position embedding table, row E).
+Registered here: ``sinusoidal`` (the paper's fixed sine/cosine encodings), ``learned`` (a trained
+position embedding table, row E), ``rope`` (rotary queries/keys), ``alibi`` (linear distance biases),
+``t5`` (learned bucketed relative biases) and ``none`` (no position information at all).
 
 The protocol (what a positional class may do)
 ---------------------------------------------
@@ -14,19 +15,20 @@ class :class:`PositionalEncoding` makes every hook a no-op, so the layers never 
 ``rotate(x, offset)`` (only called when the class sets ``rotates_qk = True``)
     Per-head queries or keys ``[B, H, T, K]`` at positions ``offset ..`` -> same shape. Self-attention
     calls it on the projected queries and the *new* keys before caching them, so a rotary encoding
-    (RoPE) is one class overriding this method. Cross-attention never rotates (source and target
+    (``rope``) is one class overriding this method. Cross-attention never rotates (source and target
     positions are unrelated).
 ``attn_bias(q_len, k_len, offset)``
     ``None`` or an additive float bias ``[H, Tq, Tk]`` for self-attention scores, queries at positions
-    ``offset ..``, keys at ``0 ..`` (ALiBi is one class overriding this). The Transformer builds it once
+    ``offset ..``, keys at ``0 ..`` (``alibi`` and ``t5`` override this). The Transformer builds it once
     per stack and call and merges it with the padding / causal mask.
 
 The encoder and the decoder each get their own instance (two learned tables, as in fairseq).
 
-Constructors take keyword numbers only, from ``d_model, max_positions, n_heads, d_k`` plus the slot's
-``args``; each class receives only the names its signature lists. ``num_params(**same kwargs)``
-gives the closed-form parameter count used by :func:`ablate.model.build.count_parameters` (a class
-that does not define it in its own body is counted by building it on the meta device).
+Constructors take keyword numbers only, from ``d_model, max_positions, n_heads, d_k, causal`` (causal:
+True for the decoder's instance) plus the slot's ``args``; each class receives only the names its
+signature lists. ``num_params(**same kwargs)`` gives the closed-form parameter count used by
+:func:`ablate.model.build.count_parameters` (a class that does not define it in its own body is
+counted by building it on the meta device).
 """
 
 from __future__ import annotations
@@ -114,3 +116,123 @@ class LearnedPositional(PositionalEncoding):
     @staticmethod
     def num_params(d_model: int, max_positions: int = 1024) -> int:
         return max_positions * d_model
+
+
+@POSITIONAL.register("none")
+class NoPositional(PositionalEncoding):
+    """No position information; the causal decoder can still infer order (Haviv et al. 2022, NoPE)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @staticmethod
+    def num_params(**_: object) -> int:
+        return 0
+
+
+@POSITIONAL.register("rope")
+class Rotary(PositionalEncoding):
+    """Rotary position embedding on self-attention queries and keys (Su et al. 2021, RoFormer)."""
+
+    rotates_qk = True
+
+    def __init__(self, d_k: int, max_positions: int = 1024, base: float = 10000.0) -> None:
+        super().__init__()
+        self.num_params(d_k=d_k)  # refuses an odd d_k
+        self.base, self.d_k = base, d_k
+        self.register_buffer("cos", torch.empty(0), persistent=False)
+        self.register_buffer("sin", torch.empty(0), persistent=False)
+        self._angles(max_positions)
+
+    def _angles(self, n: int) -> None:
+        inv_freq = self.base ** (-torch.arange(0, self.d_k, 2, dtype=torch.float64) / self.d_k)
+        angles = torch.outer(torch.arange(n, dtype=torch.float64), inv_freq)  # [P, K/2]
+        self.cos, self.sin = angles.cos().float().to(self.cos.device), angles.sin().float().to(self.sin.device)
+
+    @staticmethod
+    def num_params(d_k: int, **_: object) -> int:
+        if d_k % 2:
+            raise ValueError(f"rope rotates pairs of features: it needs an even d_k, got {d_k}")
+        return 0
+
+    def rotate(self, x: Tensor, offset: int = 0) -> Tensor:
+        t = x.shape[-2]
+        if offset + t > self.cos.size(0):  # rotations extrapolate: extend the table
+            self._angles(2 * (offset + t))
+        cos, sin = self.cos[offset : offset + t].to(x.dtype), self.sin[offset : offset + t].to(x.dtype)
+        x1, x2 = x[..., 0::2], x[..., 1::2]  # [B, H, T, K/2] each
+        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+
+
+def alibi_slopes(n_heads: int) -> Tensor:
+    """Head slopes 2^(-8/n), 2^(-16/n), ...; for n not a power of 2, the closest power's slopes plus
+    every other slope of the next power (Press et al. 2022, section 3)."""
+
+    def powers(n: int) -> list[float]:
+        start = 2.0 ** (-8.0 / n)
+        return [start ** (i + 1) for i in range(n)]
+
+    low = 2 ** math.floor(math.log2(n_heads))
+    slopes = powers(low) + powers(2 * low)[0::2][: n_heads - low]
+    return torch.tensor(slopes, dtype=torch.float32)
+
+
+def distances(q_len: int, k_len: int, offset: int, device: torch.device | None = None) -> Tensor:
+    """[Tq, Tk] signed distance key - query, queries at positions offset.., keys at 0.."""
+    q = torch.arange(offset, offset + q_len, device=device)
+    return torch.arange(k_len, device=device)[None, :] - q[:, None]
+
+
+@POSITIONAL.register("alibi")
+class ALiBi(PositionalEncoding):
+    """Self-attention scores biased by -slope_h * |i - j|, nothing added (Press et al. 2022, ALiBi)."""
+
+    def __init__(self, n_heads: int) -> None:
+        super().__init__()
+        self.register_buffer("slopes", alibi_slopes(n_heads), persistent=False)
+
+    @staticmethod
+    def num_params(**_: object) -> int:
+        return 0
+
+    def attn_bias(self, q_len: int, k_len: int, offset: int = 0) -> Tensor:
+        dist = distances(q_len, k_len, offset, self.slopes.device).abs().to(self.slopes.dtype)
+        return -self.slopes[:, None, None] * dist  # [H, Tq, Tk]; symmetric in the encoder
+
+
+def t5_bucket(rel: Tensor, bidirectional: bool, n_buckets: int, max_distance: int) -> Tensor:
+    """T5's bucket of each relative position: exact for small distances, log-spaced up to max_distance."""
+    bucket = torch.zeros_like(rel)
+    if bidirectional:
+        n_buckets //= 2
+        bucket = (rel > 0).long() * n_buckets
+        rel = rel.abs()
+    else:
+        rel = (-rel).clamp_min(0)  # only keys at or before the query
+    exact = n_buckets // 2
+    far = (
+        exact
+        + (torch.log(rel.float().clamp_min(1) / exact) / math.log(max_distance / exact) * (n_buckets - exact)).long()
+    )
+    return bucket + torch.where(rel < exact, rel, far.clamp_max(n_buckets - 1))
+
+
+@POSITIONAL.register("t5")
+class T5RelativeBias(PositionalEncoding):
+    """A learned per-head bias per bucketed relative distance, shared by a stack's layers (Raffel et al. 2020, T5)."""
+
+    def __init__(self, n_heads: int, causal: bool = False, n_buckets: int = 32, max_distance: int = 128) -> None:
+        super().__init__()
+        self.bidirectional = not causal  # the decoder spends every bucket on past keys, as in T5
+        self.n_buckets, self.max_distance = n_buckets, max_distance
+        self.bias = nn.Embedding(n_buckets, n_heads)
+        nn.init.normal_(self.bias.weight, std=0.1)
+
+    @staticmethod
+    def num_params(n_heads: int, causal: bool = False, n_buckets: int = 32, max_distance: int = 128) -> int:
+        return n_buckets * n_heads
+
+    def attn_bias(self, q_len: int, k_len: int, offset: int = 0) -> Tensor:
+        rel = distances(q_len, k_len, offset, self.bias.weight.device)
+        buckets = t5_bucket(rel, self.bidirectional, self.n_buckets, self.max_distance)
+        return self.bias(buckets).permute(2, 0, 1)  # [H, Tq, Tk]

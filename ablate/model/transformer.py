@@ -2,9 +2,9 @@
 
 - Encoder layer: self-attention, then the position-wise FFN; decoder layer: masked self-attention,
   encoder-decoder (cross) attention, FFN (section 3.1).
-- Residual connections with dropout on every sub-layer output (section 5.4, "residual dropout"):
-  post-norm ``Norm(x + Dropout(f(x)))`` as in the paper, or pre-norm ``x + Dropout(f(Norm(x)))`` with a
-  final norm on each stack's output (Wang et al. 2019; a common ablation).
+- Residual connections with dropout on every sub-layer output (section 5.4, "residual dropout"): each
+  sub-layer arrives wrapped by a ``residual`` slot module (ablate/model/residual.py: post-norm as in the
+  paper, pre-norm, sandwich, DeepNet); a placement that wants a final norm per stack gets one here.
 - Embeddings scaled by sqrt(d_model), positional information added, then dropout (sections 3.4, 5.4).
   Source embedding, target embedding and pre-softmax projection share one matrix unless untied.
 - Incremental decoding: ``encode`` once, then ``decode`` one step at a time with a :class:`DecoderCache`
@@ -19,9 +19,8 @@ target tokens from seeing padding, so decoder self-attention needs no padding ma
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -39,31 +38,19 @@ class DecoderCache:
     length: int = 0  # target positions already decoded (the next token's position)
 
 
-class _Residual(nn.Module):
-    """One sub-layer's residual wrapper: post-norm (the paper) or pre-norm."""
-
-    def __init__(self, norm: nn.Module, dropout: float, norm_placement: str) -> None:
-        super().__init__()
-        self.norm = norm
-        self.dropout = nn.Dropout(dropout)
-        self.pre = norm_placement == "pre"
-
-    def forward(self, x: Tensor, sublayer: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
-        if self.pre:
-            return x + self.dropout(sublayer(self.norm(x), *args, **kwargs))
-        return self.norm(x + self.dropout(sublayer(x, *args, **kwargs)))
+def _wrap(residuals: Sequence[nn.Module], sublayers: Sequence[nn.Module]) -> None:
+    for residual, sublayer in zip(residuals, sublayers, strict=True):
+        residual.init_sublayer(sublayer)  # e.g. DeepNet's beta; a no-op for the paper's post-norm
 
 
 class EncoderLayer(nn.Module):
     """Self-attention and FFN sub-layers, each in a residual wrapper (section 3.1, encoder)."""
 
-    def __init__(
-        self, self_attn: nn.Module, ffn: nn.Module, norms: Sequence[nn.Module], dropout: float, norm_placement: str
-    ) -> None:
+    def __init__(self, self_attn: nn.Module, ffn: nn.Module, residuals: Sequence[nn.Module]) -> None:
         super().__init__()
         self.self_attn, self.ffn = self_attn, ffn
-        self.res_attn = _Residual(norms[0], dropout, norm_placement)
-        self.res_ffn = _Residual(norms[1], dropout, norm_placement)
+        self.res_attn, self.res_ffn = residuals
+        _wrap(residuals, (self_attn, ffn))
 
     def forward(self, x: Tensor, attn_mask: Tensor | None, positional: nn.Module) -> Tensor:
         x = self.res_attn(x, self.self_attn, attn_mask=attn_mask, positional=positional)
@@ -78,15 +65,12 @@ class DecoderLayer(nn.Module):
         self_attn: nn.Module,
         cross_attn: nn.Module,
         ffn: nn.Module,
-        norms: Sequence[nn.Module],
-        dropout: float,
-        norm_placement: str,
+        residuals: Sequence[nn.Module],
     ) -> None:
         super().__init__()
         self.self_attn, self.cross_attn, self.ffn = self_attn, cross_attn, ffn
-        self.res_self = _Residual(norms[0], dropout, norm_placement)
-        self.res_cross = _Residual(norms[1], dropout, norm_placement)
-        self.res_ffn = _Residual(norms[2], dropout, norm_placement)
+        self.res_self, self.res_cross, self.res_ffn = residuals
+        _wrap(residuals, (self_attn, cross_attn, ffn))
 
     def forward(
         self,
@@ -233,6 +217,18 @@ class Transformer(nn.Module):
             for key, value in entry.items():
                 entry[key] = value.index_select(0, index)
         return cache
+
+    def features(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """[B, S], [B, T] token ids -> decoder output before the pre-softmax projection [B, T, D]
+        (teacher forcing): ``forward == F.linear(features, output_weight)``. Training projects only the
+        real target positions (ablate/train/losses.py)."""
+        memory, src_pad = self.encode(src)
+        self_mask, causal = self._self_mask(tgt_in.size(1), 0, tgt_in.device)
+        cross_mask = ~src_pad[:, None, None, :]
+        x = self._embed(tgt_in, self.tgt_embed, self.tgt_positional)
+        for layer in self.decoder_layers:
+            x = layer(x, memory, self_mask, causal, cross_mask, self.tgt_positional)
+        return x if self.decoder_norm is None else self.decoder_norm(x)
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         """[B, S], [B, T] token ids -> unnormalized logits [B, T, V] (teacher forcing)."""

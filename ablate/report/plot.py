@@ -1,8 +1,10 @@
 """A PNG of the Table 3 reproduction that a person reads at a glance (``ablate table --plot FILE.png``).
 
 Two panels, dev PPL and dev BLEU. Each row of the sweep (except base) is one pair of horizontal bars:
-its change against base, ours (solid) and the paper's (hatched), in the colour of its group (A-E,
-big). The change is relative, in percent of the base value, so a CPU-scale sweep whose base PPL is
+its change against base, ours (solid, with the paired bootstrap's 95% interval as an error bar and
+``*`` when significant; dotted and labelled when the row learned nothing) and the paper's (hatched),
+in the colour of its group (A-E, big). The BLEU panel says why when the table withholds BLEU.
+The change is relative, in percent of the base value, so a CPU-scale sweep whose base PPL is
 30 and the paper's base of 4.92 share one honest axis: what a reader checks is whether the bars
 point the same way and whether the big effects are big in both. Rows without results say why
 ("waiting", "running", "failed"). The absolute base values are in the panel titles.
@@ -48,40 +50,73 @@ def _paper_relative(row: ReportRow, metric: str) -> float | None:
     return 100.0 * (delta[0] if metric == "ppl" else delta[1]) / base_value
 
 
-def _plot_metric(ax, rows: list[ReportRow], base: ReportRow | None, metric: str, better: str) -> None:
-    """One panel: each row's % change of ``metric`` against base, ours solid, the paper's hatched."""
-    bar = 0.38
-    ours_base = getattr(base, metric) if base else None
-    bars: list[tuple[float, float, str, dict]] = []  # (y, value, color, style)
+def _interval_pct(row: ReportRow, metric: str, base: Stat | None) -> tuple[float, float] | None:
+    """The bootstrap's 95% interval of the delta, in % of our base value (None: no bootstrap)."""
+    boot = getattr(row, f"{metric}_ev").boot
+    if boot is None or base is None or base.mean == 0:
+        return None
+    return 100.0 * boot.low / base.mean, 100.0 * boot.high / base.mean
+
+
+def _bars(table: Table3, rows: list[ReportRow], metric: str, ax, bar: float) -> list[tuple]:
+    """(y, value %, color, style, interval %, label) of each bar; rows without one get a note."""
+    ours_base = getattr(table.base, metric) if table.base else None
+    out: list[tuple] = []
     for y, row in enumerate(rows):
         color = GROUP_COLORS.get(row.group, OTHER_COLOR)
         ours = _relative(getattr(row, metric), ours_base)
         paper = _paper_relative(row, metric)
         if ours is not None:
-            bars.append((y - bar / 2, ours, color, {}))
+            label = ("*" if getattr(row, f"{metric}_ev").significant(table.alpha) else "") + (
+                " not learned" if row.learned is False else ""
+            )
+            style = {"alpha": 0.5, "hatch": ".."} if row.learned is False else {}
+            out.append((y - bar / 2, ours, color, style, _interval_pct(row, metric, ours_base), label))
         else:
             why = row.pending or "n/a"  # spelled out: the table's "…" is too small to see on a bar chart
             ax.text(0, y - bar / 2, f" {why}", va="center", ha="left", fontsize=8, color="#555555")
         if paper is not None:
-            bars.append((y + bar / 2, paper, color, {"alpha": 0.35, "hatch": "///"}))
+            out.append((y + bar / 2, paper, color, {"alpha": 0.35, "hatch": "///"}, None, ""))
+    return out
+
+
+def _plot_metric(ax, table: Table3, rows: list[ReportRow], metric: str, better: str) -> None:
+    """One panel: each row's % change of ``metric`` against base, ours solid (with the bootstrap's 95%
+    interval as an error bar, * when significant), the paper's hatched."""
+    bar = 0.38
+    name = metric.upper()
+    ours_base = getattr(table.base, metric) if table.base else None
+    paper_base = PAPER["base"].ppl if metric == "ppl" else PAPER["base"].bleu
+    if metric == "bleu" and table.bleu_withheld:
+        ax.text(0.5, 0.5, f"BLEU withheld:\n{table.bleu_withheld}", transform=ax.transAxes, ha="center",
+                va="center", fontsize=9, wrap=True, color="#555555")  # fmt: skip
+        ax.set_title(f"dev {name}: withheld", fontsize=10)
+        ax.set_xticks([])
+        return
+    bars = _bars(table, rows, metric, ax, bar)
     # One diverged row (+900%) would flatten every other bar: clip the axis at CLIP_PCT and print the
     # true value of a clipped bar at its end.
-    span = min(max((abs(v) for _, v, _, _ in bars), default=1.0), CLIP_PCT) * 1.15 or 1.0
-    for y, value, color, style in bars:
-        shown = max(-span / 1.15, min(span / 1.15, value))
+    span = min(max((abs(v) for _, v, *_ in bars), default=1.0), CLIP_PCT) * 1.15 or 1.0
+    limit = span / 1.15
+    for y, value, color, style, interval, label in bars:
+        shown = max(-limit, min(limit, value))
         ax.barh(y, shown, height=bar, color=color, edgecolor=color, **style)
-        if shown != value:
-            ax.text(shown, y, f" {value:+.0f}% ", va="center", ha="left" if value > 0 else "right", fontsize=7,
-                    fontweight="bold")  # fmt: skip
+        if interval is not None:
+            lo, hi = (max(-limit, min(limit, v)) for v in interval)
+            ax.errorbar((lo + hi) / 2, y, xerr=(hi - lo) / 2, fmt="none", ecolor="black", elinewidth=0.9, capsize=2)
+        if shown != value or label:
+            text = (f" {value:+.0f}% " if shown != value else " ") + label
+            ax.text(shown, y, text, va="center", ha="left" if value >= 0 else "right", fontsize=7, fontweight="bold")
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlim(-span, span)
     ax.grid(axis="x", color="#dddddd", linewidth=0.6)
     ax.set_axisbelow(True)
-    name = metric.upper()
     ours_text = f"{ours_base.mean:.2f}" if ours_base else "n/a"
-    paper_base = PAPER["base"].ppl if metric == "ppl" else PAPER["base"].bleu
-    ax.set_title(f"dev {name}: change vs base ({better})\nbase: ours {ours_text}, paper {paper_base:g}", fontsize=10)
-    ax.set_xlabel(f"{name} change vs base row (%)")
+    floor = f", unigram floor {table.floor:.2f}" if metric == "ppl" and table.floor is not None else ""
+    ax.set_title(
+        f"dev {name}: change vs base ({better})\nbase: ours {ours_text}, paper {paper_base:g}{floor}", fontsize=10
+    )
+    ax.set_xlabel(f"{name} change vs base row (%); bars: 95% bootstrap CI, * p < {table.alpha:g}")
 
 
 def _legend(fig, rows: list[ReportRow]) -> None:
@@ -108,7 +143,7 @@ def plot_table(table: Table3, path: str | Path) -> Path:
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, 2, sharey=True)
     for ax, metric, better in zip(axes, ("ppl", "bleu"), ("lower is better", "higher is better")):
-        _plot_metric(ax, rows, table.base, metric, better)
+        _plot_metric(ax, table, rows, metric, better)
     axes[0].set_yticks(list(range(len(rows))), [row_label(r) for r in rows], fontsize=9)
     axes[0].invert_yaxis()  # first row of the sweep at the top, as in the table
     # Thin lines between groups, as the paper's table separates them.

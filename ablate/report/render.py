@@ -2,9 +2,10 @@
 
 Markdown and LaTeX follow the paper's layout: a group label on the first row of each group, the base
 row with all its settings, the other rows with only the cells they change (blank = as base), and
-each result as "ours (delta vs our base)" beside "paper (delta vs the paper's base)". CSV and JSON
-carry the same content as plain numbers for scripts. A row none of whose trials has finished shows
-what it is waiting for: "…" (waiting), "running" or "failed".
+each result as "ours (delta vs our base)" with its significance mark, the bootstrap's 95% interval of
+the delta and the p-values, beside "paper (delta vs the paper's base)". CSV and JSON carry the same
+content as plain numbers for scripts. The cells and the legend are in :mod:`ablate.report.cells`;
+the narrow layout for a terminal (``text``, the default of `ablate table`) in :mod:`ablate.report.terminal`.
 """
 
 from __future__ import annotations
@@ -15,73 +16,27 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ablate.report.cells import (
+    PAIRING,
+    fmt_params,
+    fmt_setting,
+    group_label,
+    interval_cell,
+    metric_withheld,
+    notes,
+    p_cell,
+    paper_cell,
+    result_cell,
+    row_label,
+    shown_settings,
+)
 from ablate.report.errors import ReportError
-from ablate.report.fidelity import Fidelity, fidelity
+from ablate.report.fidelity import fidelity
 from ablate.report.paper import CITATION, COLUMN_KEYS, COLUMNS
-from ablate.report.table import ReportRow, Stat, Table3
+from ablate.report.table import Evidence, ReportRow, Table3
+from ablate.report.terminal import render_text
 
-FORMATS = ("md", "csv", "latex", "json")
-MARKERS = {"waiting": "…", "running": "running", "failed": "failed"}
-
-
-# ----------------------------------------------------------------------------------------------
-# Cell formatting (the paper prints PPL with 2 decimals, BLEU with 1, params in millions)
-# ----------------------------------------------------------------------------------------------
-
-
-def fmt_setting(key: str, value: Any) -> str:
-    if value is None:
-        return ""
-    if key == "train_steps" and isinstance(value, int) and value >= 1000 and value % 1000 == 0:
-        return f"{value // 1000}K"
-    return str(value)
-
-
-def _signed(x: float, digits: int) -> str:
-    text = f"{x:+.{digits}f}"
-    return text.replace("-", "+", 1) if float(text) == 0 else text  # no "-0.00"
-
-
-def fmt_stat(stat: Stat | None, digits: int) -> str:
-    if stat is None:
-        return ""
-    if stat.std is None:
-        return f"{stat.mean:.{digits}f}"
-    return f"{stat.mean:.{digits}f} ± {stat.std:.{digits}f}"
-
-
-def fmt_params(params: float | None) -> str:
-    """Millions with 3-4 significant digits (mini models have well under a million parameters)."""
-    if params is None:
-        return ""
-    m = params / 1e6
-    digits = 0 if m >= 100 else 1 if m >= 10 else 2 if m >= 1 else 3
-    return f"{m:.{digits}f}"
-
-
-def _result_cell(row: ReportRow, stat: Stat | None, delta: float | None, digits: int) -> str:
-    if row.pending:
-        return MARKERS[row.pending]
-    if stat is None:
-        return "n/a"  # finished, but this metric was not recorded (e.g. BLEU switched off)
-    text = fmt_stat(stat, digits)
-    return f"{text} ({_signed(delta, digits)})" if delta is not None else text
-
-
-def _paper_cell(value: float | None, delta: float | None, digits: int) -> str:
-    if value is None:
-        return ""
-    text = f"{value:.{digits}f}"
-    return f"{text} ({_signed(delta, digits)})" if delta is not None else text
-
-
-def row_label(row: ReportRow) -> str:
-    """The row's name, with the paper's row id when the name does not say it (``h=1 [A1]``)."""
-    return f"{row.name} [{row.paper.id}]" if row.paper and row.paper.id != row.name else row.name
-
-
-def _group_label(group: str) -> str:
-    return group if group in ("base", "big", "") else f"({group})"
+FORMATS = ("text", "md", "csv", "latex", "json")
 
 
 def _cells(table: Table3) -> list[list[str]]:
@@ -89,18 +44,21 @@ def _cells(table: Table3) -> list[list[str]]:
     out = []
     previous_group = None
     for row in table.rows:
-        shown = row.settings if row.is_base and row.settings else row.changed
+        shown = shown_settings(row)
         paper = row.paper
-        pd = row.paper_delta
         out.append(
             [
-                _group_label(row.group) if row.group != previous_group else "",
+                group_label(row.group) if row.group != previous_group else "",
                 row_label(row),
                 *(fmt_setting(key, shown.get(key)) if key in shown else "" for key in COLUMN_KEYS),
-                _result_cell(row, row.ppl, row.ppl_delta, 2),
-                _paper_cell(paper.ppl if paper else None, pd[0] if pd else None, 2),
-                _result_cell(row, row.bleu, row.bleu_delta, 1),
-                _paper_cell(paper.bleu if paper else None, pd[1] if pd else None, 1),
+                result_cell(table, row, "ppl", 2),
+                interval_cell(table, row, "ppl", 2),
+                p_cell(row, "ppl"),
+                paper_cell(row, "ppl", 2),
+                result_cell(table, row, "bleu", 1),
+                interval_cell(table, row, "bleu", 1),
+                p_cell(row, "bleu") if not table.bleu_withheld else "",
+                paper_cell(row, "bleu", 1),
                 fmt_params(row.params),
                 f"{paper.params_m:g}" if paper and paper.params_m else "",  # printed as in the paper
                 row.runs,
@@ -115,25 +73,17 @@ HEADERS = [
     "row",
     *(header for _, header in COLUMNS),
     "PPL (Δ)",
+    "ΔPPL boot [95% CI]",
+    "p boot / seeds",
     "paper PPL (Δ)",
     "BLEU (Δ)",
+    "ΔBLEU boot [95% CI]",
+    "p boot / seeds",
     "paper BLEU (Δ)",
     "params M",
     "paper M",
     "runs",
 ]
-
-
-def _notes(table: Table3, fid: Fidelity) -> list[str]:
-    base = table.base
-    lines = [
-        f"Ours: dev PPL / BLEU, mean ± std over seeds; Δ = against our base row ({base.name if base else '?'}). "
-        f"Paper: {CITATION}; Δ against its base. Blank settings = as base. … = waiting.",
-        *fid.lines(),
-    ]
-    for row in table.rows:
-        lines += [f"failed: {row.name} {failure}" for failure in row.failures]
-    return lines
 
 
 # ----------------------------------------------------------------------------------------------
@@ -153,7 +103,7 @@ def render_md(table: Table3) -> str:
     rule = "|" + "|".join(("-" * (w + 1) + ":") if i in numeric else "-" * (w + 2) for i, w in enumerate(widths)) + "|"
     title = f"Table 3 reproduction: {table.name}" if table.name else "Table 3 reproduction"
     lines = [f"## {title}", "", line(HEADERS), rule, *(line(r) for r in body), ""]
-    lines += [f"- {note}" for note in _notes(table, fidelity(table))]
+    lines += [f"- {note}" for note in notes(table, fidelity(table))]
     return "\n".join(lines) + "\n"
 
 
@@ -161,9 +111,24 @@ def _r(x: float | None, digits: int = 4) -> float | None:
     return None if x is None else round(x, digits)
 
 
-def row_record(row: ReportRow) -> dict[str, Any]:
-    """One row as plain JSON-able values (CSV flattens it)."""
+def _evidence(ev: Evidence, metric: str, withheld: bool) -> dict[str, Any]:
+    boot = None if withheld else ev.boot
+    seeds = None if withheld else ev.seeds
+    return {
+        f"{metric}_delta_boot": _r(boot.delta) if boot else None,  # delta of the pooled seed-matched pairs
+        f"{metric}_delta_low": _r(boot.low) if boot else None,  # its 95% bootstrap interval
+        f"{metric}_delta_high": _r(boot.high) if boot else None,
+        f"{metric}_p_boot": _r(boot.p_value) if boot else None,
+        f"{metric}_boot_sentences": boot.n if boot else None,
+        f"{metric}_p_seeds": _r(seeds.p_value) if seeds else None,  # Welch's test over seeds
+    }
+
+
+def row_record(row: ReportRow, table: Table3 | None = None) -> dict[str, Any]:
+    """One row as plain JSON-able values (CSV flattens it); BLEU is None where ``table`` withholds it."""
     pd = row.paper_delta
+    alpha = table.alpha if table is not None else 0.05
+    no_bleu = table is not None and metric_withheld(table, "bleu")
     return {
         "group": row.group,
         "row": row.name,
@@ -173,20 +138,28 @@ def row_record(row: ReportRow) -> dict[str, Any]:
         "changed": row.changed,
         "ppl": _r(row.ppl.mean) if row.ppl else None,
         "ppl_std": _r(row.ppl.std) if row.ppl else None,
+        "ppl_n": row.ppl.n if row.ppl else 0,
         "ppl_delta": _r(row.ppl_delta),
+        **_evidence(row.ppl_ev, "ppl", False),
+        "ppl_significant": row.ppl_ev.significant(alpha),
         "paper_ppl": row.paper.ppl if row.paper else None,
         "paper_ppl_delta": pd[0] if pd else None,
-        "bleu": _r(row.bleu.mean) if row.bleu else None,
-        "bleu_std": _r(row.bleu.std) if row.bleu else None,
-        "bleu_delta": _r(row.bleu_delta),
+        "bleu": _r(row.bleu.mean) if row.bleu and not no_bleu else None,
+        "bleu_std": _r(row.bleu.std) if row.bleu and not no_bleu else None,
+        "bleu_n": row.bleu.n if row.bleu and not no_bleu else 0,
+        "bleu_delta": None if no_bleu else _r(row.bleu_delta),
+        **_evidence(row.bleu_ev, "bleu", no_bleu),
+        "bleu_significant": None if no_bleu else row.bleu_ev.significant(alpha),
         "paper_bleu": row.paper.bleu if row.paper else None,
         "paper_bleu_delta": pd[1] if pd else None,
+        "learned": row.learned,
         "params": row.params,
         "paper_params_m": row.paper.params_m if row.paper else None,
         "n_done": row.n_done,
         "n_trials": row.n_trials,
         "status": row.pending or ("done" if row.n_done == row.n_trials else "partial"),
         "failures": row.failures,
+        "no_bootstrap": {m: ev.why for m, ev in (("ppl", row.ppl_ev), ("bleu", row.bleu_ev)) if ev.why} or None,
     }
 
 
@@ -195,27 +168,38 @@ def render_json(table: Table3) -> str:
         "sweep": table.name,
         "paper": CITATION,
         "base_row": table.base.name if table.base else None,
-        "rows": [row_record(r) for r in table.rows],
+        "alpha": table.alpha,
+        "pairing": PAIRING,
+        "unigram_floor": _r(table.floor),
+        "floor_note": table.floor_note,
+        "bleu_withheld": table.bleu_withheld,
+        "rows": [row_record(r, table) for r in table.rows],
         "fidelity": {k: _r(v) if isinstance(v, float) else v for k, v in fidelity(table).as_dict().items()},
+        "notes": notes(table, fidelity(table)),
     }
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
+_STAT_FIELDS = ("delta_boot", "delta_low", "delta_high", "p_boot", "p_seeds", "significant")
 CSV_FIELDS = [
     "group",
     "row",
     "paper",
     *COLUMN_KEYS,
-    "ppl",
-    "ppl_std",
-    "ppl_delta",
-    "paper_ppl",
-    "paper_ppl_delta",
-    "bleu",
-    "bleu_std",
-    "bleu_delta",
-    "paper_bleu",
-    "paper_bleu_delta",
+    *(
+        name
+        for m in ("ppl", "bleu")
+        for name in (
+            m,
+            f"{m}_std",
+            f"{m}_n",
+            f"{m}_delta",
+            *(f"{m}_{f}" for f in _STAT_FIELDS),
+            f"paper_{m}",
+            f"paper_{m}_delta",
+        )  # fmt: skip
+    ),
+    "learned",
     "params",
     "paper_params_m",
     "n_done",
@@ -229,8 +213,8 @@ def render_csv(table: Table3) -> str:
     writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for row in table.rows:
-        rec = row_record(row)
-        shown = row.settings if row.is_base and row.settings else row.changed
+        rec = row_record(row, table)
+        shown = shown_settings(row)
         rec.update({key: shown.get(key, "") for key in COLUMN_KEYS})
         writer.writerow({k: "" if v is None else v for k, v in rec.items()})
     return buf.getvalue()
@@ -250,8 +234,12 @@ _LATEX_HEADERS = [
     "steps",
     "pos.",
     "PPL",
+    "$\\Delta$ 95\\% CI",
+    "$p$",
     "PPL$_{paper}$",
     "BLEU",
+    "$\\Delta$ 95\\% CI",
+    "$p$",
     "BLEU$_{paper}$",
     "params",
     "params$_{paper}$",
@@ -273,6 +261,12 @@ _TEX = {
     "^": "\\^{}",
     "±": "$\\pm$",
     "…": "\\dots{}",
+    "†": "\\dag{}",
+    "–": "--",
+    "≥": "$\\geq$",
+    "×": "$\\times$",
+    "α": "$\\alpha$",
+    "Δ": "$\\Delta$",
 }
 
 
@@ -285,7 +279,7 @@ def render_latex(table: Table3) -> str:
     lines = [
         "% " + (f"Table 3 reproduction: {table.name}" if table.name else "Table 3 reproduction"),
         "% needs \\usepackage{booktabs} and \\usepackage{amsmath}",
-        "\\begin{tabular}{ll" + "c" * len(COLUMNS) + "r" * 7 + "}",
+        "\\begin{tabular}{ll" + "c" * len(COLUMNS) + "r" * 11 + "}",
         "\\toprule",
         " & ".join(_LATEX_HEADERS) + " \\\\",
         "\\midrule",
@@ -295,7 +289,7 @@ def render_latex(table: Table3) -> str:
             lines.append("\\midrule")
         lines.append(" & ".join(_tex(c) for c in cells) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}"]
-    lines += [f"% {note}" for note in _notes(table, fidelity(table))]
+    lines += [f"% {note}" for note in notes(table, fidelity(table))]
     return "\n".join(lines) + "\n"
 
 
@@ -304,11 +298,12 @@ RENDERERS: dict[str, Callable[[Table3], str]] = {
     "csv": render_csv,
     "latex": render_latex,
     "json": render_json,
+    "text": render_text,
 }
 
 
 def render(table: Table3, fmt: str = "md") -> str:
-    """The table in ``fmt`` (md, csv, latex or json)."""
+    """The table in ``fmt`` (text: the terminal's narrow layout; md, csv, latex or json)."""
     try:
         return RENDERERS[fmt](table)
     except KeyError:

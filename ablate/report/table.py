@@ -7,7 +7,10 @@ Each sweep row (all seeds of one ``rows:`` entry) becomes a :class:`ReportRow`:
   so a change made through the experiment file or a layer shows up too;
 * our dev PPL / BLEU as mean and sample std over the seeds that finished, the parameter count, and
   each row's delta against our base next to the paper's delta against its base;
-* how many of its trials are done, and which are still waiting, running or have failed.
+* how many of its trials are done, and which are still waiting, running or have failed;
+* how sure each delta is (DESIGN.md, "Results people can trust"): Welch's test over seeds here
+  (n >= 2 on both sides), the paired bootstraps over dev sentences and the "learned nothing" checks
+  attached afterwards by :mod:`ablate.report.evidence` (they read the run directories).
 
 Rendering lives in :mod:`ablate.report.render`, the fidelity summary in :mod:`ablate.report.fidelity`.
 """
@@ -19,12 +22,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ablate.eval.significance import Comparison, SeedComparison, welch_seeds
 from ablate.report.errors import ReportError
 from ablate.report.paper import PAPER, PaperRow, changed_settings, paper_delta, settings_of
 
 # The metrics the table reads from a trial (keys written by training; see docs/architecture.md).
 PPL_KEY = "val/ppl"
 BLEU_KEY = "val/bleu"
+DEFAULT_ALPHA = 0.05  # a change vs base is marked significant when p < alpha (`ablate table --alpha`)
 
 
 class TrialLike(Protocol):
@@ -48,13 +53,29 @@ class Stat:
     mean: float
     std: float | None
     n: int
+    values: tuple[float, ...] = ()  # the per-seed values (for Welch's test against base)
 
     @classmethod
     def of(cls, values: Sequence[float]) -> Stat | None:
         if not values:
             return None
         std = statistics.stdev(values) if len(values) > 1 else None
-        return cls(statistics.fmean(values), std, len(values))
+        return cls(statistics.fmean(values), std, len(values), tuple(values))
+
+
+@dataclass
+class Evidence:
+    """How sure one metric's delta vs base is: a paired bootstrap over dev sentences and Welch over seeds."""
+
+    seeds: SeedComparison | None = None  # Welch's t-test over seeds (None unless n >= 2 on both sides)
+    boot: Comparison | None = None  # paired bootstrap over dev sentences (seed-matched pairs pooled)
+    why: str | None = None  # why there is no bootstrap (no saved dev outputs, ...)
+
+    def significant(self, alpha: float) -> bool | None:
+        """p < alpha in the bootstrap and, where there is one, in Welch's test; None without a bootstrap."""
+        if self.boot is None:
+            return None if self.seeds is None else self.seeds.p_value < alpha
+        return self.boot.p_value < alpha and (self.seeds is None or self.seeds.p_value < alpha)
 
 
 @dataclass
@@ -74,6 +95,9 @@ class ReportRow:
     is_base: bool = False
     states: dict[str, int] = field(default_factory=dict)  # trial state -> count
     failures: list[str] = field(default_factory=list)  # "seed 2: loss became NaN at step 300"
+    ppl_ev: Evidence = field(default_factory=Evidence)  # how sure ppl_delta is (empty on base)
+    bleu_ev: Evidence = field(default_factory=Evidence)
+    learned: bool | None = None  # PPL below 0.8 x the unigram floor (None: no floor or no PPL)
 
     @property
     def n_trials(self) -> int:
@@ -111,10 +135,14 @@ class ReportRow:
 
 @dataclass
 class Table3:
-    """The whole report: rows in the sweep's order and the name of the sweep."""
+    """The whole report: rows in the sweep's order, the name of the sweep, and how to read its statistics."""
 
     name: str
     rows: list[ReportRow]
+    alpha: float = DEFAULT_ALPHA  # significance level of the marks
+    floor: float | None = None  # dev PPL of a unigram model of the training targets (None: unknown)
+    floor_note: str | None = None  # why there is no floor
+    bleu_withheld: str | None = None  # why BLEU figures are withheld (base BLEU < 1, degenerate output)
 
     @property
     def base(self) -> ReportRow | None:
@@ -224,6 +252,8 @@ def build_table(
             continue
         if row.ppl and base.ppl:
             row.ppl_delta = row.ppl.mean - base.ppl.mean
+            row.ppl_ev.seeds = welch_seeds(base.ppl.values, row.ppl.values)
         if row.bleu and base.bleu:
             row.bleu_delta = row.bleu.mean - base.bleu.mean
+            row.bleu_ev.seeds = welch_seeds(base.bleu.values, row.bleu.values)
     return Table3(name=name, rows=rows)

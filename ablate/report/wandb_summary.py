@@ -7,13 +7,20 @@ fidelity numbers go to the run's summary, so runs of different sweeps can be com
 Offline unless told otherwise: ``wandb.mode`` of the sweep file, else the one rule of
 :func:`ablate.tracking.wandb_mode` (``WANDB_MODE``, else online only when ``WANDB_API_KEY`` is
 set). An offline run lands in ``<runs>/<sweep>/wandb/offline-run-*`` and is uploaded by `ablate sync`.
+
+A rerun of a finished sweep changes nothing, so it logs no new summary run: the hash of the table's
+data is kept in ``<runs>/<sweep>/wandb/summary.json`` and a run is logged only when it differs.
+W&B's own banner lines are silenced; the caller prints the one line this returns.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
+from ablate.atomic import atomic_write_json
 from ablate.report.fidelity import fidelity
 from ablate.report.paper import COLUMN_KEYS
 from ablate.report.render import fmt_setting, row_record
@@ -21,11 +28,14 @@ from ablate.report.table import Table3
 from ablate.tracking import wandb_mode
 
 # Columns of the wandb.Table: one type per column (W&B infers a column's type from its values).
+# Uncertainty columns: see ablate.report.evidence and the legend.
 TABLE_COLUMNS = [
     "group", "row", "paper", *COLUMN_KEYS,
-    "ppl", "ppl_std", "ppl_delta", "paper_ppl", "paper_ppl_delta",
-    "bleu", "bleu_std", "bleu_delta", "paper_bleu", "paper_bleu_delta",
-    "params_m", "paper_params_m", "n_done", "n_trials", "status",
+    "ppl", "ppl_std", "ppl_n", "ppl_delta", "ppl_delta_boot", "ppl_delta_low", "ppl_delta_high",
+    "ppl_p_boot", "ppl_p_seeds", "ppl_significant", "paper_ppl", "paper_ppl_delta",
+    "bleu", "bleu_std", "bleu_n", "bleu_delta", "bleu_delta_boot", "bleu_delta_low", "bleu_delta_high",
+    "bleu_p_boot", "bleu_p_seeds", "bleu_significant", "paper_bleu", "paper_bleu_delta",
+    "learned", "params_m", "paper_params_m", "n_done", "n_trials", "status",
 ]  # fmt: skip
 
 
@@ -33,7 +43,7 @@ def table_rows(table: Table3) -> list[list[Any]]:
     """The report's rows as wandb.Table data (settings as text, unchanged settings empty)."""
     out = []
     for row in table.rows:
-        rec = row_record(row)
+        rec = row_record(row, table)
         shown = row.settings if row.is_base and row.settings else row.changed
         rec.update({key: fmt_setting(key, shown.get(key)) if key in shown else "" for key in COLUMN_KEYS})
         rec["params_m"] = round(row.params / 1e6, 4) if row.params else None
@@ -51,18 +61,48 @@ def _trial_setting(sweep: Any, key: str) -> Any:
     return None
 
 
-def log_summary(sweep: Any, table: Table3, png_path: str | Path | None) -> str | None:
-    """Log ``table`` (and the PNG, if any) as a summary run in the sweep's group.
+SUMMARY_RECORD = "summary.json"  # under <runs>/<sweep>/wandb/: {"hash": ..., "where": ...} of the last run
 
-    ``sweep`` is an ``ablate.sweep.spec.Sweep``. Returns the run's local directory (offline) or URL
-    (online), or None when W&B is disabled.
+
+def table_hash(table: Table3) -> str:
+    """sha256 of what the summary run would hold (the table's data and its fidelity numbers)."""
+    blob = json.dumps([table_rows(table), fidelity(table).as_dict()], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _where(mode: str, run: Any) -> str:
+    return str(run.url) if mode == "online" and run.url else str(Path(run.dir).parent)
+
+
+def log_summary(sweep: Any, table: Table3, png_path: str | Path | None) -> str | None:
+    """Log ``table`` (and the PNG, if any) as a summary run in the sweep's group, when its data changed.
+
+    ``sweep`` is an ``ablate.sweep.spec.Sweep``. Returns one line for the user: the run's URL (online)
+    or local directory with the `ablate sync` hint (offline), or that the results are unchanged; None
+    when W&B is disabled.
     """
     mode = wandb_mode(sweep.wandb.get("mode"))
     if mode == "disabled":
         return None
+    out_dir = Path(sweep.runs_root) / sweep.name
+    record = out_dir / "wandb" / SUMMARY_RECORD
+    digest = table_hash(table)
+    try:
+        last = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        last = {}
+    if isinstance(last, dict) and last.get("hash") == digest:
+        return f"results unchanged since the last one ({last.get('where')}), not logged again"
+    where = _log_run(sweep, table, png_path, mode, out_dir)
+    atomic_write_json(record, {"hash": digest, "where": where})
+    if mode == "online":
+        return where
+    return f"{where} (offline; upload it and the trials' runs with `ablate sync {sweep.path}`)"
+
+
+def _log_run(sweep: Any, table: Table3, png_path: str | Path | None, mode: str, out_dir: Path) -> str:
     import wandb
 
-    out_dir = Path(sweep.runs_root) / sweep.name
     out_dir.mkdir(parents=True, exist_ok=True)
     fid = fidelity(table)
     run = wandb.init(
@@ -76,6 +116,7 @@ def log_summary(sweep: Any, table: Table3, png_path: str | Path | None) -> str |
         mode=mode,  # type: ignore[arg-type]
         config={"sweep": sweep.name, "sweep_file": str(sweep.path), "rows": len(table.rows)},
         reinit="create_new",  # the sweep controller may still hold a run of its own
+        settings=wandb.Settings(silent=True, quiet=True, show_info=False),  # ~17 banner lines otherwise
     )
     try:
         data: dict[str, Any] = {"table3": wandb.Table(columns=TABLE_COLUMNS, data=table_rows(table))}
@@ -83,7 +124,9 @@ def log_summary(sweep: Any, table: Table3, png_path: str | Path | None) -> str |
             data["table3_plot"] = wandb.Image(str(png_path), caption=f"{sweep.name}: ours vs the paper")
         run.log(data)
         run.summary.update({f"fidelity/{k}": v for k, v in fid.as_dict().items() if v is not None})
-        where = run.url if mode == "online" and run.url else str(Path(run.dir).parent)
+        run.summary.update({"report/alpha": table.alpha, "report/unigram_floor": table.floor,
+                            "report/bleu_withheld": table.bleu_withheld or ""})  # fmt: skip
+        where = _where(mode, run)
     finally:
         run.finish()
     return where

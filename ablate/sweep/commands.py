@@ -8,9 +8,7 @@ here prints the results table: the CLI runs :func:`sweep`, then hands the Sweep 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -21,10 +19,11 @@ from typing import Any
 
 from ablate.sweep.cost import estimate
 from ablate.sweep.errors import SweepError
-from ablate.sweep.loader import OpenSweep, open_sweep
+from ablate.sweep.loader import MAX_TRIALS, OpenSweep, open_sweep
 from ablate.sweep.progress import render_table, title, trial_lines
 from ablate.sweep.spec import Sweep
 from ablate.sweep.state import STATES, TrialView
+from ablate.sweep.wandb_net import endpoint, resolve_modes, unreachable
 
 
 def _note(opened: OpenSweep) -> None:
@@ -33,6 +32,12 @@ def _note(opened: OpenSweep) -> None:
 
 
 def print_dry_run(sweep: Sweep, as_json: bool) -> int:
+    if not as_json:  # the count first, at once: estimating a large sweep takes a while
+        print(
+            f"sweep {sweep.name} ({sweep.path}): {len(sweep.trials)} trials, {len(sweep.rows)} rows, "
+            f"launcher {sweep.launcher['name']}",
+            flush=True,
+        )
     rows = [estimate(sweep, t) for t in sweep.trials]
     total = {k: sum(r[k] for r in rows) for k in ("flops", "device_hours")}
     if as_json:
@@ -47,10 +52,6 @@ def print_dry_run(sweep: Sweep, as_json: bool) -> int:
         }
         print(json.dumps(out, indent=2))
         return 0
-    print(
-        f"sweep {sweep.name} ({sweep.path}): {len(rows)} trials, {len(sweep.rows)} rows, "
-        f"launcher {sweep.launcher['name']}"
-    )
     width = max(len(r["row"]) for r in rows)
     print(f"{'row':<{width}}  group  paper  seed  {'params':>8}  {'FLOPs':>8}  {'dev-h':>8}  overrides")
     for r in rows:
@@ -64,8 +65,18 @@ def print_dry_run(sweep: Sweep, as_json: bool) -> int:
             f"assumed throughput ({a['source']}): {a['device']} at {a['flops_per_second']:.3g} FLOP/s x {a['mfu']} MFU"
             " (set `cost: {flops_per_second: ..., mfu: ...}` in the sweep file)"
         )
-    print(f"total: {total['flops']:.3g} FLOPs, {total['device_hours']:.1f} device-hours")
+    print(f"total: {total['flops']:.3g} FLOPs, {total['device_hours']:.3g} device-hours")
     return 0
+
+
+def launch_problem(spec: Sweep) -> str | None:
+    """What keeps this machine from launching the sweep (checked before anything is stored), or None."""
+    if spec.launcher["name"] == "slurm" and shutil.which("sbatch") is None:
+        return (
+            f"{spec.path}: launcher slurm: `sbatch` is not on PATH here (no SLURM client); run `ablate sweep` "
+            "on a machine of the cluster, or set launcher: local"
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -85,21 +96,34 @@ def sweep(
     overrides: Sequence[str] | None = None,
     clear_overrides: bool = False,
     launcher_options: Mapping[str, Any] | None = None,
+    max_trials: int | None = None,
 ) -> SweepRun:
     """Check, then run (or resume) every trial of a sweep; code 0 when all are done, 1 if any failed.
 
     ``overrides`` None or empty: those recorded with the sweep (see :mod:`ablate.sweep.loader`).
     ``launcher_options`` go to the launcher's constructor (e.g. ``worker_command`` of ``local``).
+    ``max_trials`` (default :data:`~ablate.sweep.loader.MAX_TRIALS`): a larger sweep is refused.
+    Every check (the sweep's size, its store, the launcher's tools) runs before anything is stored;
+    a dry run that fails one still prints the plan, then the error.
     """
     if as_json and not dry_run:
         raise SweepError("--json goes with --dry-run (the trial list as JSON); add --dry-run")
-    opened = open_sweep(path, overrides, clear_overrides=clear_overrides)
+    limit = MAX_TRIALS if max_trials is None else max_trials
+    opened = open_sweep(path, overrides, clear_overrides=clear_overrides, max_trials=limit, writing=True)
     spec = opened.sweep
     _note(opened)
+    problem = launch_problem(spec)
     if dry_run:
-        return SweepRun(print_dry_run(spec, as_json), spec, finished=False)
+        code = print_dry_run(spec, as_json)
+        if problem:
+            raise SweepError(problem)
+        return SweepRun(code, spec, finished=False)
+    if problem:
+        raise SweepError(problem)
     if detach and spec.launcher["name"] != "slurm":
         raise SweepError(f"{spec.path}: --detach needs launcher slurm (trials of a local sweep live in this process)")
+    modes = [t.config.get("logging", {}).get("wandb") for t in spec.trials] + [spec.wandb.get("mode")]
+    resolve_modes(modes, str(spec.path), f"ablate sync {spec.path}")
     from ablate.sweep.launch import LAUNCHERS
 
     launcher = LAUNCHERS.get(spec.launcher["name"])(spec, opened.store, **dict(launcher_options or {}))
@@ -154,6 +178,13 @@ def status(path: str | Path) -> int:
             f"note: the store also holds {len(stray)} trial(s) no longer in {spec.path.name} "
             "(changed or removed rows, or other command-line overrides)"
         )
+    for v in trials:
+        bad = v.malformed()
+        if bad:  # a store written by another version or by hand: shown, its odd attributes ignored
+            print(
+                f"note: trial {v.row!r} seed {v.seed}: the store {store.url} holds {', '.join(bad)} of a type "
+                "ablate does not write; shown without it"
+            )
     if sys.stdout.isatty():
         from rich.console import Console
 
@@ -164,9 +195,12 @@ def status(path: str | Path) -> int:
 
 
 def _offline_runs(spec: Sweep) -> list[Path]:
+    """The trials' offline W&B runs and the summary runs (``<runs>/<sweep>/wandb/offline-run-*``)."""
     found: list[Path] = []
     for t in spec.trials:
         found += sorted(p for p in Path(t.run_dir).glob("**/offline-run-*") if p.is_dir())
+    summary = Path(spec.runs_root) / spec.name / "wandb"
+    found += sorted(p for p in summary.glob("offline-run-*") if p.is_dir())
     return found
 
 
@@ -179,14 +213,12 @@ def sync(path: str | Path) -> int:
     if not runs:
         print(f"sweep {spec.name}: no offline W&B runs to sync under {spec.runs_root / spec.name}")
         return 0
-    host = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai").split("://")[-1].split("/")[0]
-    try:
-        socket.create_connection((host.split(":")[0], 443), timeout=5).close()
-    except OSError as exc:
+    why = unreachable()
+    if why is not None:
         raise SweepError(
-            f"sweep {spec.name}: {len(runs)} offline run(s) to sync but {host} is unreachable ({exc}); "
+            f"sweep {spec.name}: {len(runs)} offline run(s) to sync but {endpoint()[0]} is unreachable ({why}); "
             "run `ablate sync` again where there is a network"
-        ) from None
+        )
     exe = shutil.which("wandb")
     cmd = [exe] if exe else [sys.executable, "-m", "wandb"]
     print(f"syncing {len(runs)} offline run(s) of {spec.name} ...")

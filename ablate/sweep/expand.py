@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -103,6 +104,29 @@ def dotlist(layer: Mapping[str, Any], prefix: str = "") -> list[str]:
         else:
             items.append(f"{full}={json.dumps(value) if not isinstance(value, str) else value}")
     return items
+
+
+def count_row(row: Any) -> int:
+    """How many rows ``row`` expands to, from the lengths of its grid/zip lists alone (nothing built).
+
+    A malformed row counts as 1: :func:`expand_row` reports what is wrong with it."""
+    if not isinstance(row, Mapping):
+        return 1
+    n = 1
+    for kind in ("grid", "zip"):
+        spec = row.get(kind)
+        if not isinstance(spec, Mapping) or not spec:
+            continue
+        sizes = [len(v) if isinstance(v, list) else 1 for v in spec.values()]
+        n *= math.prod(sizes) if kind == "grid" else max(sizes)
+    return n
+
+
+def count_trials(rows: Sequence[Any], n_seeds: int) -> tuple[int, list[tuple[str, int]]]:
+    """(trials of a sweep's rows at ``n_seeds`` seeds, [(row name, its trials)] largest first), cheaply."""
+    per_row = [(str(r.get("name", i + 1)) if isinstance(r, Mapping) else str(i + 1), count_row(r) * n_seeds)
+               for i, r in enumerate(rows)]  # fmt: skip
+    return sum(n for _, n in per_row), sorted(per_row, key=lambda x: -x[1])
 
 
 def expand_row(where: str, row: Mapping[str, Any]) -> list[tuple[str, str | None, dict[str, Any]]]:

@@ -19,14 +19,21 @@ trials of the old ones stay in the store and `status` counts them as no longer i
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ablate.sweep.errors import SweepError
+from ablate.sweep.expand import count_trials
 from ablate.sweep.plugins import import_plugins
 from ablate.sweep.spec import Sweep, SweepFile, expand, read_sweep_file
 from ablate.sweep.state import TrialView
-from ablate.sweep.store import SweepStore, check_store_url, store_url
+from ablate.sweep.store import SweepStore, _file_of, check_store_url, store_url
+
+# `ablate sweep` refuses a sweep of more trials than this unless --max-trials says how many are meant.
+MAX_TRIALS = 500
 
 
 @dataclass(frozen=True)
@@ -66,15 +73,66 @@ def check_sweep_file(sf: SweepFile) -> None:
     check_launcher(sf)
 
 
-def open_sweep(path: str | Path, overrides: Sequence[str] | None = None, *, clear_overrides: bool = False) -> OpenSweep:
+def check_store_writable(url: str, where: str) -> None:
+    """A file store (SQLite, journal) must be creatable where the URL points; checked without a trace
+    (a temporary file in the nearest existing folder, removed at once)."""
+    path = _file_of(url)
+    if path is None:
+        return
+    path = path if path.is_absolute() else Path.cwd() / path
+    fix = "point store: of the sweep file at a writable place (e.g. sqlite or journal:PATH)"
+    if path.exists():
+        if path.is_dir():
+            raise SweepError(f"{where}: {url}: {path} is a folder, not a store file; {fix}")
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise SweepError(f"{where}: {url}: {path} is not writable; {fix}")
+        return
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise SweepError(f"{where}: {url}: {folder} is a file, not a folder, so {path.name} cannot go there; {fix}")
+    try:
+        with tempfile.TemporaryFile(dir=folder, prefix=".ablate-probe-"):
+            pass
+    except OSError as exc:
+        raise SweepError(f"{where}: {url}: cannot create files in {folder} ({exc.strerror}); {fix}") from None
+
+
+def check_size(sf: SweepFile, max_trials: int) -> int:
+    """The sweep's trial count, counted before anything is built; above ``max_trials`` a SweepError."""
+    n, per_row = count_trials(sf.rows, len(sf.seeds))
+    if n > max_trials:
+        big = ", ".join(f"{name!r} {k:,}" for name, k in per_row[:3])
+        raise SweepError(
+            f"{sf.path}: the sweep expands to {n:,} trials (largest rows: {big}; {len(sf.seeds)} seed(s)), "
+            f"over the limit of {max_trials:,}; check grid:/seeds, or pass --max-trials {n} to confirm"
+        )
+    return n
+
+
+def open_sweep(
+    path: str | Path,
+    overrides: Sequence[str] | None = None,
+    *,
+    clear_overrides: bool = False,
+    max_trials: int | None = None,
+    writing: bool = False,
+) -> OpenSweep:
     """Check and expand a sweep file with its command-line overrides (None: those recorded).
 
+    ``max_trials``: refuse (before building any trial) a sweep of more trials. ``writing``: also check
+    that the store can be created (`ablate sweep`, dry runs included).
     Read-only: nothing is created, not even the store (its recorded overrides are read if it exists).
     """
     from ablate.sweep.launch import check_launcher
 
     sf = read_sweep_file(path)
+    if max_trials is not None:
+        check_size(sf, max_trials)
     check_sweep_file(sf)
+    if writing:
+        check_store_writable(store_url(sf), f"{sf.path}: store")
     store = SweepStore.for_sweep(sf)
     recorded = store.recorded_overrides()
     chosen, note = _choose_overrides(overrides, recorded, clear_overrides)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,4 +34,19 @@ def import_plugins(modules: Sequence[str], base: str | Path, where: str) -> None
                     f"{where}: imports: no module {mod!r} (looked beside the sweep file and on sys.path); "
                     "fix the name or install it"
                 ) from None
-            raise
+            raise SweepError(_import_failure(where, mod, exc)) from None
+        except Exception as exc:  # noqa: BLE001 - user code may raise anything; one line names it
+            raise SweepError(_import_failure(where, mod, exc)) from None
+
+
+def _import_failure(where: str, mod: str, exc: BaseException) -> str:
+    """One line: the module, its error and the line of user code that raised it."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "importlib" not in f.filename]
+    at = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    if isinstance(exc, SyntaxError) and exc.filename:  # raised by the parser: no frame of the module
+        at = f" at {exc.filename}:{exc.lineno}"
+    msg = (str(exc).splitlines() or [""])[0][:200]
+    return (
+        f"{where}: imports: module {mod!r} raised {type(exc).__name__}: {msg}{at}; "
+        "fix the module (or remove it from imports:)"
+    )

@@ -7,6 +7,7 @@ directory (step, val/ppl, elapsed, ETA; read through :mod:`ablate.rundir`).
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -36,6 +37,8 @@ def trial_line(v: TrialView) -> TrialLine:
     prog = v.progress()
     metrics = v.metrics
     ppl = metrics.get("val/ppl", prog.get("val/ppl"))
+    if not isinstance(ppl, (int, float)) or isinstance(ppl, bool) or not math.isfinite(ppl):
+        ppl = None  # NaN before the first validation is not a divergence: shown as "-"
     return TrialLine(
         row=v.row,
         seed=v.seed,
@@ -43,7 +46,7 @@ def trial_line(v: TrialView) -> TrialLine:
         attempts=v.n_attempts,
         step=metrics.get("step", prog.get("step")),
         max_steps=prog.get("max_steps"),
-        ppl=ppl if isinstance(ppl, (int, float)) else None,
+        ppl=ppl,
         elapsed_s=metrics.get("wall_time_s", prog.get("elapsed_s")),
         eta_s=prog.get("eta_s") if v.state == "running" else None,
         failure=v.failure,
@@ -57,6 +60,26 @@ def trial_lines(trials: Sequence[TrialView]) -> list[TrialLine]:
 def title(name: str, trials: Sequence[TrialView]) -> str:
     """``"t: 2 done, 0 running, 0 waiting, 1 failed"``."""
     return f"{name}: " + ", ".join(f"{v} {k}" for k, v in count(trials).items())
+
+
+def sweep_eta(lines: Sequence[TrialLine]) -> float | None:
+    """Seconds until the sweep ends, roughly: the running trials' ETAs plus the waiting trials at the
+    mean duration of a trial, spread over as many slots as trials run now. None until it can be told."""
+    spans = [ln.elapsed_s for ln in lines if ln.state == "done" and ln.elapsed_s]
+    running = [ln for ln in lines if ln.state == "running"]
+    spans = spans or [ln.elapsed_s + ln.eta_s for ln in running if ln.elapsed_s is not None and ln.eta_s is not None]
+    if not spans:
+        return None
+    mean = sum(spans) / len(spans)
+    left = [ln.eta_s if ln.eta_s is not None else max(mean - (ln.elapsed_s or 0.0), 0.0) for ln in running]
+    waiting = sum(ln.state == "waiting" for ln in lines)
+    return (sum(left) + waiting * mean) / max(1, len(running))
+
+
+def _ppl(line: TrialLine) -> str:
+    if line.ppl is not None:
+        return f"{line.ppl:.2f}"
+    return "-" if line.state in ("running", "done") else ""
 
 
 def _dur(s: float | None) -> str:
@@ -88,7 +111,7 @@ def render_table(lines: list[TrialLine], title: str) -> Any:
             str(ln.seed),
             f"[{colors[ln.state]}]{state}[/]",
             _step(ln),
-            f"{ln.ppl:.2f}" if ln.ppl is not None else "",
+            _ppl(ln),
             _dur(ln.elapsed_s),
             _dur(ln.eta_s),
         )
@@ -96,7 +119,10 @@ def render_table(lines: list[TrialLine], title: str) -> Any:
 
 
 class ProgressView:
-    """Redraws a live table on a TTY; elsewhere prints a line whenever a trial changes state."""
+    """Redraws a live table on a TTY; elsewhere prints a line whenever a trial changes state, and the
+    sweep's tally with its ETA at least every ``every_s`` seconds."""
+
+    every_s: float = 60.0
 
     def __init__(self, sweep: Sweep, live: bool | None = None) -> None:
         self.sweep = sweep
@@ -104,6 +130,7 @@ class ProgressView:
         self._live: Any = None
         self._seen: dict[tuple[str, int], str] = {}
         self._t0 = time.time()
+        self._printed = self._t0
 
     def note(self, text: str) -> None:
         if self._live is not None:
@@ -111,9 +138,16 @@ class ProgressView:
         else:
             print(text, flush=True)
 
+    def _heading(self, trials: Sequence[TrialView], lines: Sequence[TrialLine]) -> str:
+        """``"t: 2 done, 1 running, 3 waiting, 0 failed - 4:10, ETA 12:30"``."""
+        eta = sweep_eta(lines)
+        done = all(ln.state in ("done", "failed") for ln in lines)
+        tail = "" if done else f", ETA {_dur(eta) if eta is not None else '?'}"
+        return f"{title(self.sweep.name, trials)} - {_dur(time.time() - self._t0)}{tail}"
+
     def update(self, trials: Sequence[TrialView]) -> None:
         lines = trial_lines(trials)
-        heading = f"{title(self.sweep.name, trials)} - {_dur(time.time() - self._t0)}"
+        heading = self._heading(trials, lines)
         if self.live_mode:
             if self._live is None:
                 from rich.live import Live
@@ -129,8 +163,14 @@ class ProgressView:
                 if key in self._seen or ln.state != "waiting":
                     extra = f" val/ppl {ln.ppl:.2f}" if ln.state == "done" and ln.ppl is not None else ""
                     extra += f": {ln.failure}" if ln.failure else ""
-                    print(f"[{_dur(time.time() - self._t0)}] {ln.row} seed {ln.seed}: {ln.state}{extra}", flush=True)
+                    self._print(f"[{_dur(time.time() - self._t0)}] {ln.row} seed {ln.seed}: {ln.state}{extra}")
                 self._seen[key] = ln.state
+        if time.time() - self._printed >= self.every_s:  # piped output: never silent for long
+            self._print(f"[{_dur(time.time() - self._t0)}] {heading}")
+
+    def _print(self, text: str) -> None:
+        print(text, flush=True)
+        self._printed = time.time()
 
     def close(self) -> None:
         if self._live is not None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ablate.config import ConfigError, load_config, read_yaml, to_dict
+from ablate.config_schema import hash_view
 from ablate.sweep.errors import SweepError
 from ablate.sweep.expand import as_layer, check_keys, check_row, dotlist, expand_row, merge
 
@@ -152,7 +153,7 @@ def _mapping(where: str, data: Mapping[str, Any], key: str, valid: Sequence[str]
 
 def trial_id(config: Mapping[str, Any]) -> str:
     """16 hex digits of SHA-256 over the parts of a resolved config that change the result."""
-    cfg = json.loads(json.dumps(config))  # a deep copy of plain data
+    cfg = hash_view(json.loads(json.dumps(config)))  # a deep copy of plain data, ids kept across renames
     for key in _ID_EXCLUDED:
         node, *rest = key.split(".")
         if rest:

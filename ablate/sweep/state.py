@@ -41,7 +41,7 @@ class Attempt:
 
     @property
     def attempt(self) -> int:
-        return int(self.attrs.get("attempt", 0))
+        return _number(self.attrs.get("attempt"), 0, int)
 
     @property
     def kind(self) -> str | None:
@@ -50,7 +50,35 @@ class Attempt:
     def silent_s(self, now: float | None = None) -> float:
         """Seconds since the last heartbeat (0 when it never beat: claims always beat first)."""
         now = time.time() if now is None else now
-        return now - float(self.attrs.get("heartbeat", now))
+        return now - _number(self.attrs.get("heartbeat"), now, float)
+
+    def malformed(self) -> list[str]:
+        """Attributes of this attempt with a type ablate never writes (a store from another version or
+        edited by hand), each as "name (type)"; readers treat them as absent."""
+        bad = []
+        for key, types in _ATTR_TYPES.items():
+            value = self.attrs.get(key)
+            if value is not None and (not isinstance(value, types) or isinstance(value, bool) and types != (bool,)):
+                bad.append(f"{key} ({type(value).__name__})")
+        return bad
+
+
+# The types ablate writes for the attributes it reads back (anything else reads as absent).
+_ATTR_TYPES: dict[str, tuple[type, ...]] = {
+    "attempt": (int,),
+    "heartbeat": (int, float),
+    "metrics": (dict,),
+    "failure": (str,),
+    "failure_kind": (str,),
+    "run_dir": (str,),
+}
+
+
+def _number(value: Any, default: Any, kind: type) -> Any:
+    """``kind(value)``, or ``default`` when the store holds something else (see Attempt.malformed)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return kind(value)
+    return default
 
 
 def decide(attempts: Sequence[Attempt]) -> tuple[str, Attempt | None]:
@@ -124,15 +152,22 @@ class TrialView:
     @property
     def metrics(self) -> dict[str, Any]:
         """The trainer's final metrics (val/ppl, val/bleu, test/*, params, ...) once done, else {}."""
-        return dict(self.attrs.get("metrics") or {}) if self.state == "done" else {}
+        metrics = self.attrs.get("metrics")
+        return dict(metrics) if self.state == "done" and isinstance(metrics, Mapping) else {}
 
     @property
     def failure(self) -> str | None:
-        return self.attrs.get("failure") if self.state == "failed" else None
+        failure = self.attrs.get("failure") if self.state == "failed" else None
+        return None if failure is None else str(failure)
 
     @property
     def run_dir(self) -> str:
-        return str(self.attrs.get("run_dir", self.trial.run_dir))
+        run_dir = self.attrs.get("run_dir")
+        return run_dir if isinstance(run_dir, str) else self.trial.run_dir
+
+    def malformed(self) -> list[str]:
+        """The attributes of its attempts that the store holds with a foreign type (read as absent)."""
+        return sorted({bad for a in self.attempts for bad in a.malformed()})
 
     @functools.cached_property
     def params(self) -> int | None:

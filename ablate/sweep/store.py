@@ -327,7 +327,7 @@ class SweepStore:
             if a.state != "RUNNING":
                 continue
             verdict = alive(a)
-            silent = now - float(a.attrs.get("heartbeat", now))  # claims always set one first
+            silent = a.silent_s(now)  # claims always set one first
             if verdict is False or (verdict is None and silent > grace_s):
                 reason = (
                     a.attrs.get("dead_reason")

@@ -3,6 +3,8 @@
 Used in two ways: as a subprocess of the local launcher (``python -m ablate.sweep.worker``, so a
 crash cannot take the controller down) and in-process inside a SLURM job (``run_trial``). While the
 trial runs a thread keeps a heartbeat in the store; a worker that dies stops beating and is reaped.
+A SLURM stop signal (:mod:`ablate.train.preempt`) ends training with ``Preempted`` after last.ckpt is
+written: the attempt then stays RUNNING under the job's token (``requeues`` + 1), for the requeued job.
 
 The trial function is ``ablate.train.run:train`` (``train(cfg, output_dir, *, resume, trainer_kwargs,
 wandb_id) -> metrics``). Another one is passed explicitly: ``main(argv, trial_fn=...)`` or
@@ -18,6 +20,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +29,8 @@ from typing import Any
 from ablate.errors import AblateError
 from ablate.sweep.plugins import import_plugins
 from ablate.sweep.store import SweepStore
+from ablate.train import preempt
+from ablate.train.preempt import Preempted
 
 DEFAULT_TRIAL_FN = "ablate.train.run:train"
 TrialFn = Callable[..., Any]
@@ -112,26 +117,49 @@ def run_trial(
         beat.stopped.set()
         store.finish(storage_id, {**dict(metrics or {}), "run_dir": str(run_dir), "attempt": attempt.attempt})
         return "COMPLETE"
+    except Preempted as exc:  # a SLURM stop signal: last.ckpt written; keep the claim for the requeued job
+        beat.stopped.set()
+        _keep_for_requeue(store, storage_id, str(exc))
+        return "PREEMPTED"
     except Interrupted:
         beat.stopped.set()
         store.fail(storage_id, "interrupted (Ctrl-C or SIGTERM); resumes from its checkpoint", "interrupted")
         return "FAIL"
     except BaseException as exc:  # noqa: BLE001 - every failure is recorded; the worker then exits
         beat.stopped.set()
-        (run_dir / "error.txt").write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
-        if _is_divergence(exc):
-            kind = "diverged"
-        elif isinstance(exc, AblateError):
-            kind = "error"
-        elif isinstance(exc, KeyboardInterrupt):
-            kind = "interrupted"
-        else:
-            kind = "crashed"
-        msg = str(exc).splitlines()[0] if str(exc) else ""
-        store.fail(storage_id, f"{type(exc).__name__}: {msg} (traceback in {run_dir / 'error.txt'})", kind)
-        return "FAIL"
+        return _record_failure(store, storage_id, run_dir, exc)
     finally:
         beat.stopped.set()
+
+
+def _record_failure(store: SweepStore, storage_id: int, run_dir: Path, exc: BaseException) -> str:
+    """FAIL the attempt with its kind and a one-line reason (traceback in error.txt); see the module doc."""
+    (run_dir / "error.txt").write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+    if preempt.requested() and not _is_divergence(exc):
+        # Caused by the stop signal before training could stop at a step (e.g. SLURM's SIGTERM also
+        # ended W&B's service process): resume from the last checkpoint written, as for Preempted.
+        _keep_for_requeue(store, storage_id, f"{type(exc).__name__} after a stop signal")
+        return "PREEMPTED"
+    if _is_divergence(exc):
+        kind = "diverged"
+    elif isinstance(exc, AblateError):
+        kind = "error"
+    elif isinstance(exc, KeyboardInterrupt):
+        kind = "interrupted"
+    else:
+        kind = "crashed"
+    msg = str(exc).splitlines()[0] if str(exc) else ""
+    store.fail(storage_id, f"{type(exc).__name__}: {msg} (traceback in {run_dir / 'error.txt'})", kind)
+    return "FAIL"
+
+
+def _keep_for_requeue(store: SweepStore, storage_id: int, why: str) -> None:
+    """Leave the attempt RUNNING under this job's token (no failure, no retry spent): the same SLURM job,
+    requeued, re-enters it by that token. The heartbeat is refreshed so it is not reaped meanwhile (the
+    controller also asks sacct, which reports the job PENDING / REQUEUED)."""
+    store.set_attr(storage_id, "requeues", int(store.get(storage_id).attrs.get("requeues", 0)) + 1)
+    store.set_attr(storage_id, "preempted", why)
+    store.set_attr(storage_id, "heartbeat", time.time())
 
 
 def _run_rank(store: SweepStore, storage_id: int, trainer_kwargs: dict[str, Any] | None, fn: TrialFn) -> str:
@@ -139,7 +167,10 @@ def _run_rank(store: SweepStore, storage_id: int, trainer_kwargs: dict[str, Any]
     (rank 0 owns the claim, the heartbeat and the result)."""
     attrs = store.get(storage_id).attrs
     cfg = _stored_config(store, attrs)
-    fn(cfg, attrs["run_dir"], resume=True, trainer_kwargs=trainer_kwargs or None, wandb_id=attrs.get("wandb_id"))
+    try:
+        fn(cfg, attrs["run_dir"], resume=True, trainer_kwargs=trainer_kwargs or None, wandb_id=attrs.get("wandb_id"))
+    except Preempted:
+        return "PREEMPTED"
     return "RANK"
 
 

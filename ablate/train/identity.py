@@ -5,12 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 
 from ablate.config import read_yaml, to_dict
+from ablate.config_schema import hash_view
 from ablate.rundir import RunDir, RunDirError
 
 # Sections and fields that may change when a run is resumed (how long, on what, how it is logged);
@@ -27,7 +29,7 @@ _TRAIN_MAY_CHANGE = {
 
 
 def _identity(cfg: DictConfig | dict[str, Any]) -> dict[str, Any]:
-    data = to_dict(cfg) if isinstance(cfg, DictConfig) else dict(cfg)
+    data = hash_view(to_dict(cfg) if isinstance(cfg, DictConfig) else dict(cfg))
     return {k: v for k, v in data.items() if k != "logging"}
 
 
@@ -36,11 +38,27 @@ def config_hash(cfg: DictConfig | dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(_identity(cfg), sort_keys=True, default=str).encode()).hexdigest()
 
 
-def make_run_dir(cfg: DictConfig) -> Path:
-    """``<logging.output_dir>/<name or run>-<YYYYmmdd-HHMMSS>-<hash8>``, created; a suffix avoids collisions."""
+def overrides_hint(overrides: Sequence[str], limit: int = 40) -> str:
+    """A short, path-safe hint of command-line overrides for a run folder's name: ``model.n_heads=4
+    train.max_steps=100`` -> ``n_heads4-max_steps100`` (last key part + value; whole items up to ``limit``)."""
+    parts: list[str] = []
+    for item in overrides:
+        key, _, value = item.partition("=")
+        if key.startswith("logging."):  # where and how it is logged: no hint of what was trained
+            continue
+        part = "".join(c if c.isalnum() or c in "_." else "_" for c in key.split(".")[-1] + value).strip("._")
+        if part and len("-".join([*parts, part])) <= limit:
+            parts.append(part)
+    return "-".join(parts)
+
+
+def make_run_dir(cfg: DictConfig, hint: str = "") -> Path:
+    """``<logging.output_dir>/[<name>-]<YYYYmmdd-HHMMSS>[-<hint>]-<hash8>``, created; a suffix avoids
+    collisions. ``hint``: e.g. :func:`overrides_hint` of the command line."""
     parent = Path(cfg.logging.output_dir)
     parent.mkdir(parents=True, exist_ok=True)
-    stem = f"{cfg.logging.name or 'run'}-{time.strftime('%Y%m%d-%H%M%S')}-{config_hash(cfg)[:8]}"
+    name = [cfg.logging.name] if cfg.logging.name else []
+    stem = "-".join([*name, time.strftime("%Y%m%d-%H%M%S"), *([hint] if hint else []), config_hash(cfg)[:8]])
     stem = "".join(c if c.isalnum() or c in "-_.=" else "_" for c in stem)
     for i in range(1000):
         path = parent / (stem if i == 0 else f"{stem}-{i}")

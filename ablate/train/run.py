@@ -21,6 +21,7 @@ from ablate.config import save_config, to_dict
 from ablate.eval.evaluate import evaluate_run
 from ablate.rundir import RunDir, RunDirError
 from ablate.train.identity import check_resumable, make_run_dir, wandb_run_id
+from ablate.train.preempt import Preempted
 
 
 def system_kwargs(cfg: DictConfig, vocab_size: int) -> dict[str, Any]:
@@ -118,7 +119,7 @@ def train(
     if trainer.is_global_zero:
         rd.remove_stale_temps()  # of a killed writer (e.g. .last.ckpt.tmp-PID); nothing of ours is being written
         rd.write_provenance(provenance(cfg, trainer, resumed=resume_step is not None))
-    status = "failed"
+    status, metrics = "failed", {}
     try:
         trainer.fit(system, datamodule=dm, ckpt_path=str(rd.last_ckpt) if resume_step is not None else None)
         if not trainer.is_global_zero:
@@ -128,12 +129,45 @@ def train(
         _log_final(trainer, metrics)
         status = "done"
         return metrics
+    except Preempted:
+        status = "preempted"  # last.ckpt holds this step; the requeued job resumes into the same W&B run
+        raise
     finally:
         if trainer.is_global_zero:
-            rd.write_progress(
-                {**rd.read_progress(), **monitor.last, "status": status, "elapsed_s": round(time.monotonic() - t0, 1)}
-            )
+            _write_final_progress(rd, monitor.last, metrics, status, time.monotonic() - t0)
         _finish_wandb(trainer, status)
+
+
+def _write_final_progress(
+    rd: RunDir, last: dict[str, Any], metrics: dict[str, Any], status: str, elapsed_s: float
+) -> None:
+    """progress.json at the end: the final model's numbers (not those of the last periodic validation)."""
+    final = {k: metrics[k] for k in ("step", "val/ppl", "val/bleu") if metrics.get(k) is not None}
+    rd.write_progress({**rd.read_progress(), **last, **final, "status": status, "elapsed_s": round(elapsed_s, 1)})
+
+
+def result_lines(metrics: dict[str, Any]) -> list[str]:
+    """What `ablate train` prints at the end: the final numbers, where they are, what to run next."""
+    run_dir = Path(str(metrics.get("run_dir", ".")))
+    try:  # shown relative to the working directory when it lies below it
+        shown = run_dir.relative_to(Path.cwd())
+    except ValueError:
+        shown = run_dir
+    lines = [f"run {shown}: step {metrics.get('step')}, final weights {metrics.get('checkpoint')} "
+             f"(step {metrics.get('checkpoint_step')})"]  # fmt: skip
+    for prefix, label in (("val", "dev "), ("test", "test")):
+        ppl, bleu = metrics.get(f"{prefix}/ppl"), metrics.get(f"{prefix}/bleu")
+        if not isinstance(ppl, (int, float)):
+            continue
+        line = f"  {label}  PPL {ppl:.2f}"
+        if isinstance(bleu, (int, float)):
+            n = metrics.get(f"{prefix}/bleu_sentences")
+            line += f"  BLEU {bleu:.2f}" + (f" ({n} sentences)" if n else "")
+        lines.append(line)
+    rd = RunDir(shown)
+    lines.append(f"  checkpoints {rd.checkpoints}/ (best.ckpt, last.ckpt); metrics {rd.metrics_file}, {rd.metrics_csv}")
+    lines.append(f"  next: ablate eval {shown} --split test")
+    return lines
 
 
 def _log_final(trainer: Any, metrics: dict[str, Any]) -> None:
@@ -146,7 +180,14 @@ def _log_final(trainer: Any, metrics: dict[str, Any]) -> None:
 def _finish_wandb(trainer: Any, status: str) -> None:
     for logger in getattr(trainer, "loggers", []):
         if type(logger).__name__ == "WandbLogger" and getattr(logger, "_experiment", None) is not None:
-            logger.experiment.finish(exit_code=0 if status == "done" else 1)
+            if status != "preempted":
+                logger.experiment.finish(exit_code=0 if status == "done" else 1)
+                continue
+            try:  # SLURM's SIGTERM reaches W&B's service process too: it may be gone already
+                logger.experiment.mark_preempting()
+                logger.experiment.finish(exit_code=0)
+            except Exception:  # noqa: BLE001 - the rows it had are on disk; the resumed run continues the id
+                pass
 
 
-__all__ = ["train", "evaluate_run", "open_run_dir", "RunDirError", "system_kwargs"]
+__all__ = ["train", "evaluate_run", "open_run_dir", "result_lines", "RunDirError", "system_kwargs"]

@@ -3,7 +3,8 @@
 It takes only primitives (the model section as a plain dict, the vocabulary size, numbers) and calls
 ``save_hyperparameters()``, so a checkpoint alone rebuilds the model: ``TranslationSystem.load_from_checkpoint``.
 
-- Loss: label-smoothed cross-entropy, padding ignored, averaged over the batch's target tokens (5.4).
+- Loss: label-smoothed cross-entropy, padding ignored, averaged over the batch's target tokens (5.4);
+  projected and softmaxed only at real target positions, a chunk of rows at a time (losses.py).
 - Optimizer: Adam(beta1 0.9, beta2 0.98, eps 1e-9) with the warm-up / inverse-sqrt schedule (5.3),
   stepped per optimizer update.
 - Validation: ``val/nll`` (unsmoothed, summed over the whole dev set on every rank, then divided by
@@ -26,7 +27,7 @@ import torch.distributed as dist
 from ablate.config import model_section
 from ablate.errors import AblateError
 from ablate.model.build import build_model
-from ablate.train.losses import label_smoothed_loss, nll_loss
+from ablate.train.losses import linear_label_smoothed_loss
 from ablate.train.rng import rng_state, set_rng_state
 from ablate.train.schedule import noam_scheduler
 
@@ -64,18 +65,25 @@ class TranslationSystem(pl.LightningModule):
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         return self.model(src, tgt_in)
 
+    def _real_positions(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Decoder hidden states [N, D] and targets [N] at the N real (non-pad) target positions: padded
+        positions never pay the V-way projection and softmax."""
+        target = batch["tgt_out"]
+        real = target != self.model.pad_id
+        hidden = self.model.features(batch["src"], batch["tgt_in"])
+        return hidden[real], target[real]
+
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        logits = self.model(batch["src"], batch["tgt_in"])
-        eps, pad = self.hparams.label_smoothing, self.model.pad_id
-        loss_sum, n_tokens = label_smoothed_loss(logits, batch["tgt_out"], eps, pad)
-        del logits  # keeping the [B,T,V] logits alive into the next step costs memory and speed
-        loss = loss_sum / n_tokens.clamp(min=1)
+        hidden, target = self._real_positions(batch)
+        n_tokens = target.numel()  # known from the shape: no device sync
+        loss_sum = linear_label_smoothed_loss(hidden, self.model.output_weight, target, self.hparams.label_smoothing)
+        loss = loss_sum / max(n_tokens, 1)
         if not torch.isfinite(loss):
             kind = "NaN" if torch.isnan(loss) else "inf"
             raise TrainingDiverged(
                 f"loss became {kind} at step {self.global_step + 1}; lower train.lr_factor or raise train.warmup_steps"
             )
-        self.train_tokens += int(n_tokens)
+        self.train_tokens += n_tokens
         self.log("train/loss", loss, on_step=True, prog_bar=True)
         return loss
 
@@ -101,10 +109,10 @@ class TranslationSystem(pl.LightningModule):
         self._val_tokens = torch.zeros((), dtype=torch.float64, device=self.device)
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
-        logits = self.model(batch["src"], batch["tgt_in"])
-        nll, n = nll_loss(logits, batch["tgt_out"], self.model.pad_id)
+        hidden, target = self._real_positions(batch)
+        nll = linear_label_smoothed_loss(hidden, self.model.output_weight, target, 0.0)
         self._val_nll += nll.double()
-        self._val_tokens += n.double()
+        self._val_tokens += target.numel()
 
     def on_validation_epoch_end(self) -> None:
         totals = torch.stack([self._val_nll, self._val_tokens])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import lightning.pytorch as pl
-from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.callbacks import Checkpoint, ModelCheckpoint
 from omegaconf import DictConfig
 
 from ablate.devices import device_kind
@@ -21,6 +21,9 @@ from ablate.rundir import RunDir
 from ablate.train.callbacks import AtomicCheckpointIO, FinishWithValidation, LastCheckpoint, ResumeConsistency
 from ablate.train.loggers import build_loggers
 from ablate.train.monitor import RunMonitor
+from ablate.train.preempt import check as check_preempted
+from ablate.train.preempt import reinstall as take_stop_signals
+from ablate.train.preempt import requested as preempt_requested
 
 
 def resolve_precision(precision: str | None, accelerator: str) -> str:
@@ -51,7 +54,32 @@ def build_callbacks(cfg: DictConfig, rd: RunDir, prepared: Any) -> tuple[list[pl
         save_last=False,
     )
     last = LastCheckpoint(rd.checkpoints, t.checkpoint_every_steps)
-    return [ResumeConsistency(), monitor, FinishWithValidation(), dev_bleu, best, last], monitor
+    return [ResumeConsistency(), monitor, FinishWithValidation(), dev_bleu, best, last, StopOnPreempt(last)], monitor
+
+
+class StopOnPreempt(Checkpoint):
+    """In a SLURM task (:mod:`ablate.train.preempt` installed): after a stop signal, write last.ckpt at
+    the current step and raise ``Preempted``. A ``Checkpoint`` listed after ``last``, so it runs last,
+    after the RNG snapshot and any save of that step (its save is the every-N-steps one, deduplicated).
+
+    Lightning's signal connector replaces the SIGTERM handler when fit starts (and would raise its own
+    ``SIGTERMException`` without a checkpoint); the stop signals are taken back at the start of training.
+    """
+
+    def __init__(self, last: LastCheckpoint) -> None:
+        self.last = last
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        take_stop_signals()
+        check_preempted(f"before training resumed at step {trainer.global_step}")
+
+    def on_train_batch_end(self, trainer: pl.Trainer, *args: Any) -> None:
+        if 0 < trainer.max_steps <= trainer.global_step:
+            return  # the last step: finish (a resumed run would skip the final validation)
+        # Any rank's signal stops every rank at this same step (a rank stopping alone would hang the others).
+        if trainer.strategy.reduce_boolean_decision(preempt_requested(), all=False):
+            self.last._save(trainer)  # noqa: SLF001 - the same save as every_steps, at this step
+            check_preempted(f"at step {trainer.global_step} (checkpoints/last.ckpt)")
 
 
 def build_trainer(

@@ -250,3 +250,45 @@ def test_real_model_beam_one_equals_greedy(tiny_model):
     beam = beam_search(tiny_model, src, one)
     assert [g.tokens for g in greedy] == [b[0].tokens for b in beam] == [g.tokens for g in greedy_full]
     assert [g.logprob for g in greedy] == pytest.approx([b[0].logprob for b in beam], abs=1e-5)
+
+
+class RowCountingDecoder(ScriptedDecoder):
+    def __init__(self, scripts) -> None:
+        super().__init__(scripts)
+        self.rows: list[int] = []
+
+    def decode(self, tgt, memory, src_pad, cache=None):
+        self.rows.append(tgt.size(0))
+        return super().decode(tgt, memory, src_pad, cache)
+
+
+def test_a_sentence_that_finishes_early_leaves_the_batch_and_others_decode_as_alone():
+    settings = S(beam_size=2, alpha=1.0, max_len_a=0.0, max_len_b=3)
+    model = RowCountingDecoder(SCRIPTS)
+    together = beam_search(model, src_for(0, 1), settings, nbest=2)
+    # step 1: one row per sentence; step 2: k rows each; sentence 0 has its 2 finals after step 2,
+    # so step 3 decodes only sentence 1's 2 rows
+    assert model.rows == [2, 4, 2]
+    for i, script in enumerate((0, 1)):
+        (alone,) = beam_search(ScriptedDecoder(SCRIPTS), src_for(script), settings, nbest=2)
+        assert [(h.tokens, h.logprob, h.score) for h in together[i]] == [(h.tokens, h.logprob, h.score) for h in alone]
+
+
+def test_early_stop_returns_what_the_k_finals_rule_returns():
+    # beam 3, alpha 0: after step 2, B EOS (0.36) and A EOS (0.24) are final and the best open beam, A A
+    # (0.18), can only lose probability: with nbest=1 the search stops there; nbest=3 runs to k finals.
+    settings = S(beam_size=3, alpha=0.0, max_len_a=0.0, max_len_b=6)
+    early, full = ScriptedDecoder(SCRIPTS), ScriptedDecoder(SCRIPTS)
+    (one,) = beam_search(early, src_for(0), settings, nbest=1)
+    (three,) = beam_search(full, src_for(0), settings, nbest=3)
+    assert early.decode_calls == 2 < full.decode_calls
+    assert (one[0].tokens, one[0].score) == (three[0].tokens, three[0].score) == ([B], pytest.approx(math.log(0.36)))
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 2.0])
+def test_real_model_early_stop_keeps_the_best_hypothesis(tiny_model, alpha):
+    src = _real_src()
+    settings = S(beam_size=4, alpha=alpha, max_len_a=1.0, max_len_b=8)
+    one = beam_search(tiny_model, src, settings, nbest=1)
+    four = beam_search(tiny_model, src, settings, nbest=4)
+    assert [(h[0].tokens, h[0].score) for h in one] == [(h[0].tokens, h[0].score) for h in four]

@@ -1,26 +1,35 @@
 """Fixtures for the model tests: one case per registered name of every model registry.
 
-A variant registered in positional / attention / norm / ffn is picked up here, so every test that
-takes ``variant_cfg`` covers it with no new test code. Both norm placements (post, pre) are cases too.
+A variant registered in positional / attention / norm / ffn / residual is picked up here (through
+ablate.model.contract.registered_variants), so test_contract.py and every test that takes
+``variant_cfg`` cover it with no new test code.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import torch
 
-from ablate.model import ATTENTION, FFN, NORM, POSITIONAL
+from ablate.model.contract import registered_variants, variant_config
 
 VOCAB = 32
+CASES = registered_variants()
 
-MODEL_REGISTRIES = {"positional": POSITIONAL, "attention": ATTENTION, "norm": NORM, "ffn": FFN}
-CASES = [(kind, name) for kind, reg in MODEL_REGISTRIES.items() for name in reg.names()]
-CASES += [("norm_placement", "post"), ("norm_placement", "pre")]
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_thread() -> Iterator[None]:
+    # tiny tensors: one intra-op thread is faster than several on shared cores
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(params=CASES, ids=[f"{kind}={name}" for kind, name in CASES])
-def variant_cfg(request: pytest.FixtureRequest, tiny_model_cfg: dict[str, Any]) -> dict[str, Any]:
-    """tiny_model_cfg with one slot set to one registered name (2+2 layers, so stacking is exercised)."""
+def variant_cfg(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The contract's tiny model (2+2 layers) with one slot set to one registered name."""
     kind, name = request.param
-    return {**tiny_model_cfg, "n_layers": 2, kind: name}
+    return variant_config(kind, name)

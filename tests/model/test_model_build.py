@@ -87,3 +87,13 @@ def test_pad_embedding_starts_at_zero(tiny_model_cfg: dict[str, Any]) -> None:
     model = build_model(model_section(tiny_model_cfg), vocab_size=32, pad_id=0)
     assert torch.count_nonzero(model.src_embed.weight[0]) == 0
     assert torch.count_nonzero(model.src_embed.weight[1]) > 0
+
+
+def test_the_replaced_norm_placement_flag_maps_to_the_residual_slot(tiny_model_cfg: dict[str, Any]) -> None:
+    old = {"model": {**tiny_model_cfg, "norm_placement": "pre"}, "data": {"max_len": 8}}
+    assert load_config(layers=[("old file", old)]).model.residual == "pre"
+    later = load_config(layers=[("exp", {"model": {"residual": "sandwich"}})], overrides=["model.norm_placement=post"])
+    assert later.model.residual == "post"  # the layer order still decides
+    assert "norm_placement" not in to_dict(later)["model"]
+    with pytest.raises(ConfigError, match=r"^both: model\.norm_placement: set model\.residual only"):
+        load_config(layers=[("both", {"model": {"residual": "sandwich", "norm_placement": "pre"}})])

@@ -59,14 +59,18 @@ def fake_results(sweep_file: Path) -> None:
 
 
 def test_table_before_any_trial_ran_shows_every_row_waiting(sweep_file: Path, capsys) -> None:
-    assert main(["table", str(sweep_file)]) == 0
+    assert main(["table", str(sweep_file), "--format", "md"]) == 0
     out = capsys.readouterr().out
     assert out.count("0/2 (2 waiting)") == 4
     assert "| (A)  | h=1 [A1]" in out
+    assert main(["table", str(sweep_file)]) == 0  # the terminal layout
+    text = capsys.readouterr().out
+    assert text.count("0/2 (2 wait)") == 4 and "(A)   h=1 [A1]" in text
+    assert max(map(len, text.splitlines())) <= 110 < max(map(len, out.splitlines()))
 
 
 def test_table_formats_and_plot(sweep_file: Path, fake_results, tmp_path: Path, capsys) -> None:
-    assert main(["table", str(sweep_file)]) == 0
+    assert main(["table", str(sweep_file), "--format", "md"]) == 0
     md = capsys.readouterr().out
     base_line = next(line for line in md.splitlines() if line.startswith("| base |"))
     assert [c.strip() for c in base_line.split("|")[3:6]] == ["2", "64", "128"]  # N, d_model, d_ff
@@ -113,9 +117,13 @@ def test_summary_prints_plots_and_logs_an_offline_wandb_run(
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     report = print_summary(open_sweep(sweep_file).sweep)
     out = capsys.readouterr().out
-    assert "## Table 3 reproduction: report-test" in out and "Spearman rank correlation" in out
+    assert "Table 3 reproduction: report-test" in out and "Spearman rank correlation" in out
+    printed = out.split("table written to")[0]  # the table; then file paths and the W&B run
+    assert max(map(len, printed.splitlines())) <= 110  # the terminal layout; the paper's goes to table3.md
     assert report.rows[0].ppl.mean == pytest.approx(8.2)
     sweep_dir = tmp_path / "runs" / "report-test"
+    assert (sweep_dir / "table3.md").read_text().startswith("## Table 3 reproduction: report-test")
+    assert json.loads((sweep_dir / "table3.json").read_text())["rows"][0]["row"] == "base"
     assert (sweep_dir / "table3.png").stat().st_size > 10_000
     runs = list((sweep_dir / "wandb").glob("offline-run-*"))
     assert len(runs) == 1 and f"W&B summary run: {runs[0]}" in out

@@ -14,30 +14,33 @@ from ablate.report.table import build_table
 EXPECTED_MD = """\
 ## Table 3 reproduction: snap
 
-|      | row             | N | d_model | d_ff | h | d_k | d_v | P_drop | eps_ls | steps |        pos |      PPL (Δ) | paper PPL (Δ) |    BLEU (Δ) | paper BLEU (Δ) | params M | paper M |                      runs |
-|------|-----------------|--:|--------:|-----:|--:|----:|----:|-------:|-------:|------:|-----------:|-------------:|--------------:|------------:|---------------:|---------:|--------:|--------------------------:|
-| base | base            | 3 |      64 |  256 | 8 |   8 |   8 |    0.1 |    0.1 |   300 | sinusoidal |  5.27 ± 0.31 |          4.92 |  20.5 ± 0.5 |           25.8 |    0.478 |      65 |                       3/3 |
-| (A)  | h=1 [A1]        |   |         |      | 1 |  64 |  64 |        |        |       |            | 5.50 (+0.23) |  5.29 (+0.37) | 19.0 (-1.5) |    24.9 (-0.9) |    0.478 |         | 1/3 (1 running, 1 failed) |
-| (B)  | d_k=2 [B1]      |   |         |      |   |   2 |     |        |        |       |            |            … |  5.16 (+0.24) |           … |    25.1 (-0.7) |    0.422 |      58 |           0/1 (1 waiting) |
-| (C)  | N=1 [C1]        | 1 |         |      |   |     |     |        |        |       |            |       failed |  6.11 (+1.19) |      failed |    23.7 (-2.1) |    0.245 |      36 |            0/1 (1 failed) |
-| (E)  | learned pos [E] |   |         |      |   |     |     |        |        |       |    learned | 5.10 (-0.17) |  4.92 (+0.00) | 20.4 (-0.1) |    25.7 (-0.1) |    0.511 |         |                       1/1 |
-|      | rope            |   |         |      |   |     |     |        |        |       |       rope | 4.90 (-0.37) |               | 21.0 (+0.5) |                |    0.478 |         |                       1/1 |
+|      | row             | N | d_model | d_ff | h | d_k | d_v | P_drop | eps_ls | steps |        pos |      PPL (Δ) | ΔPPL boot [95% CI] | p boot / seeds | paper PPL (Δ) |    BLEU (Δ) | ΔBLEU boot [95% CI] | p boot / seeds | paper BLEU (Δ) | params M | paper M |                      runs |
+|------|-----------------|--:|--------:|-----:|--:|----:|----:|-------:|-------:|------:|-----------:|-------------:|-------------------:|---------------:|--------------:|------------:|--------------------:|---------------:|---------------:|---------:|--------:|--------------------------:|
+| base | base            | 3 |      64 |  256 | 8 |   8 |   8 |    0.1 |    0.1 |   300 | sinusoidal |  5.27 ± 0.31 |                    |                |          4.92 |  20.5 ± 0.5 |                     |                |           25.8 |    0.478 |      65 |                       3/3 |
+| (A)  | h=1 [A1]        |   |         |      | 1 |  64 |  64 |        |        |       |            | 5.50 (+0.23) |                    |                |  5.29 (+0.37) | 19.0 (-1.5) |                     |                |    24.9 (-0.9) |    0.478 |         | 1/3 (1 running, 1 failed) |
+| (B)  | d_k=2 [B1]      |   |         |      |   |   2 |     |        |        |       |            |            … |                    |                |  5.16 (+0.24) |           … |                     |                |    25.1 (-0.7) |    0.422 |      58 |           0/1 (1 waiting) |
+| (C)  | N=1 [C1]        | 1 |         |      |   |     |     |        |        |       |            |       failed |                    |                |  6.11 (+1.19) |      failed |                     |                |    23.7 (-2.1) |    0.245 |      36 |            0/1 (1 failed) |
+| (E)  | learned pos [E] |   |         |      |   |     |     |        |        |       |    learned | 5.10 (-0.17) |                    |                |  4.92 (+0.00) | 20.4 (-0.1) |                     |                |    25.7 (-0.1) |    0.511 |         |                       1/1 |
+|      | rope            |   |         |      |   |     |     |        |        |       |       rope | 4.90 (-0.37) |                    |                |               | 21.0 (+0.5) |                     |                |                |    0.478 |         |                       1/1 |
 
 - Ours: dev PPL / BLEU, mean ± std over seeds; Δ = against our base row (base). Paper: Vaswani et al. 2017, Attention Is All You Need, Table 3 (dev: newstest2013); Δ against its base. Blank settings = as base. … = waiting.
+- * = change vs base significant at α = 0.05: p < α in the paired bootstrap over dev sentences (sacreBLEU's for BLEU) and, where both rows have ≥ 2 seeds, in Welch's test over seeds.
+- Δ boot [95% CI] = Δ of the pooled seed-matched pairs and its bootstrap interval; p = bootstrap / Welch (– = none). Bootstrap pairs: seed-matched pairs pooled (row seed s vs base seed s, for every seed both finished; BLEU on the first dev sentences both decoded).
+- Unigram floor: n/a.
 - Spearman rank correlation with the paper: PPL +0.87 (n=3), BLEU +1.00 (n=3)
-- Delta vs base has the paper's sign: PPL 1/1 (100%), BLEU 2/2 (100%) (rows where the paper's delta is 0 are not counted)
+- Delta vs base has the paper's sign: PPL 1/1 (100%), BLEU 2/2 (100%) (rows where the paper's |Δ| ≥ 0.1 PPL / 0.1 BLEU); of those, significant here (p < 0.05): PPL 0/1, BLEU 0/2
 - failed: h=1 seed 2: loss became NaN at step 120
 - failed: N=1 seed 1: killed (SLURM TIMEOUT)
 """  # noqa: E501
 
 EXPECTED_CSV = """\
-group,row,paper,N,d_model,d_ff,h,d_k,d_v,P_drop,eps_ls,train_steps,positional,ppl,ppl_std,ppl_delta,paper_ppl,paper_ppl_delta,bleu,bleu_std,bleu_delta,paper_bleu,paper_bleu_delta,params,paper_params_m,n_done,n_trials,status
-base,base,base,3,64,256,8,8,8,0.1,0.1,300,sinusoidal,5.2667,0.3055,,4.92,,20.5,0.5,,25.8,,478208,65,3,3,done
-A,h=1,A1,,,,1,64,64,,,,,5.5,,0.2333,5.29,0.37,19.0,,-1.5,24.9,-0.9,478208,,1,3,partial
-B,d_k=2,B1,,,,,2,,,,,,,,,5.16,0.24,,,,25.1,-0.7,421952,58,0,1,waiting
-C,N=1,C1,1,,,,,,,,,,,,,6.11,1.19,,,,23.7,-2.1,244864,36,0,1,failed
-E,learned pos,E,,,,,,,,,,learned,5.1,,-0.1667,4.92,0.0,20.4,,-0.1,25.7,-0.1,510976,,1,1,done
-E,rope,,,,,,,,,,,rope,4.9,,-0.3667,,,21.0,,0.5,,,478208,,1,1,done
+group,row,paper,N,d_model,d_ff,h,d_k,d_v,P_drop,eps_ls,train_steps,positional,ppl,ppl_std,ppl_n,ppl_delta,ppl_delta_boot,ppl_delta_low,ppl_delta_high,ppl_p_boot,ppl_p_seeds,ppl_significant,paper_ppl,paper_ppl_delta,bleu,bleu_std,bleu_n,bleu_delta,bleu_delta_boot,bleu_delta_low,bleu_delta_high,bleu_p_boot,bleu_p_seeds,bleu_significant,paper_bleu,paper_bleu_delta,learned,params,paper_params_m,n_done,n_trials,status
+base,base,base,3,64,256,8,8,8,0.1,0.1,300,sinusoidal,5.2667,0.3055,3,,,,,,,,4.92,,20.5,0.5,3,,,,,,,,25.8,,,478208,65,3,3,done
+A,h=1,A1,,,,1,64,64,,,,,5.5,,1,0.2333,,,,,,,5.29,0.37,19.0,,1,-1.5,,,,,,,24.9,-0.9,,478208,,1,3,partial
+B,d_k=2,B1,,,,,2,,,,,,,,0,,,,,,,,5.16,0.24,,,0,,,,,,,,25.1,-0.7,,421952,58,0,1,waiting
+C,N=1,C1,1,,,,,,,,,,,,0,,,,,,,,6.11,1.19,,,0,,,,,,,,23.7,-2.1,,244864,36,0,1,failed
+E,learned pos,E,,,,,,,,,,learned,5.1,,1,-0.1667,,,,,,,4.92,0.0,20.4,,1,-0.1,,,,,,,25.7,-0.1,,510976,,1,1,done
+E,rope,,,,,,,,,,,rope,4.9,,1,-0.3667,,,,,,,,,21.0,,1,0.5,,,,,,,,,,478208,,1,1,done
 """  # noqa: E501
 
 BASE_SETTINGS = {"N": 3, "d_model": 64, "d_ff": 256, "h": 8, "d_k": 8, "d_v": 8, "P_drop": 0.1, "eps_ls": 0.1,
@@ -51,9 +54,17 @@ def _row(group: str, row: str, paper: str | None, changed: dict[str, Any], **val
         "ppl": None, "ppl_std": None, "ppl_delta": None, "paper_ppl": None, "paper_ppl_delta": None,
         "bleu": None, "bleu_std": None, "bleu_delta": None, "paper_bleu": None, "paper_bleu_delta": None,
         "params": 478208, "paper_params_m": None, "n_done": 1, "n_trials": 1, "status": "done", "failures": [],
+        "learned": None, "no_bootstrap": None, "ppl_n": None, "bleu_n": None,
     }  # fmt: skip
+    for m in ("ppl", "bleu"):  # no run directories here: no bootstrap; one seed: no Welch
+        rec[f"{m}_significant"] = None
+        rec.update(dict.fromkeys(f"{m}_{k}" for k in ("delta_boot", "delta_low", "delta_high", "p_boot", "p_seeds",
+                                                     "boot_sentences")))  # fmt: skip
     assert set(values) <= set(rec)
     rec.update(values)
+    for m in ("ppl", "bleu"):
+        if rec[f"{m}_n"] is None:  # seeds that finished: one where there is a value
+            rec[f"{m}_n"] = 1 if rec[m] is not None else 0
     return rec
 
 
@@ -63,7 +74,7 @@ EXPECTED_JSON = {
     "base_row": "base",
     "rows": [
         _row("base", "base", "base", {}, is_base=True, ppl=5.2667, ppl_std=0.3055, paper_ppl=4.92, bleu=20.5,
-             bleu_std=0.5, paper_bleu=25.8, paper_params_m=65, n_done=3, n_trials=3),
+             bleu_std=0.5, paper_bleu=25.8, paper_params_m=65, n_done=3, n_trials=3, ppl_n=3, bleu_n=3),
         _row("A", "h=1", "A1", {"h": 1, "d_k": 64, "d_v": 64}, ppl=5.5, ppl_delta=0.2333, paper_ppl=5.29,
              paper_ppl_delta=0.37, bleu=19.0, bleu_delta=-1.5, paper_bleu=24.9, paper_bleu_delta=-0.9, n_trials=3,
              status="partial", failures=["seed 2: loss became NaN at step 120"]),
@@ -75,8 +86,16 @@ EXPECTED_JSON = {
              paper_ppl_delta=0.0, bleu=20.4, bleu_delta=-0.1, paper_bleu=25.7, paper_bleu_delta=-0.1, params=510976),
         _row("E", "rope", None, {"positional": "rope"}, ppl=4.9, ppl_delta=-0.3667, bleu=21.0, bleu_delta=0.5),
     ],
+    "alpha": 0.05,
+    "pairing": "seed-matched pairs pooled (row seed s vs base seed s, for every seed both finished; BLEU on the "
+               "first dev sentences both decoded)",
+    "unigram_floor": None,
+    "floor_note": None,
+    "bleu_withheld": None,
     "fidelity": {"spearman_ppl": 0.866, "n_ppl": 3, "spearman_bleu": 1.0, "n_bleu": 3, "sign_agree_ppl": 1,
-                 "sign_n_ppl": 1, "sign_agree_bleu": 2, "sign_n_bleu": 2},
+                 "sign_n_ppl": 1, "sign_significant_ppl": 0, "sign_agree_bleu": 2, "sign_n_bleu": 2,
+                 "sign_significant_bleu": 0, "sign_min_paper_delta_ppl": 0.1, "sign_min_paper_delta_bleu": 0.1,
+                 "alpha": 0.05, "bleu_withheld": False},
 }  # fmt: skip
 
 
@@ -90,8 +109,11 @@ def test_csv_snapshot(snapshot_results) -> None:
 
 def test_json_snapshot(snapshot_results) -> None:
     text = render(build_table(snapshot_results, name="snap"), "json")
-    assert json.loads(text) == EXPECTED_JSON
-    assert text == json.dumps(EXPECTED_JSON, indent=2, ensure_ascii=False) + "\n"
+    data = json.loads(text)
+    notes = data.pop("notes")
+    assert data == EXPECTED_JSON
+    assert notes == [line[2:] for line in EXPECTED_MD.splitlines() if line.startswith("- ")]  # the md's legend
+    assert text.startswith('{\n  "sweep": "snap",\n') and "…" in text  # indented, not ASCII-escaped
 
 
 def test_latex_has_every_row_escaped_and_rules_between_groups(snapshot_results) -> None:

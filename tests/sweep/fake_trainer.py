@@ -19,6 +19,7 @@ from typing import Any
 
 from ablate.atomic import atomic_write_json
 from ablate.rundir import RunDir
+from ablate.train import preempt
 
 
 class TrainingDiverged(RuntimeError):
@@ -32,6 +33,12 @@ def behaviour(cfg: Any) -> dict[str, Any]:
     return {**spec.get("*", {}), **spec.get(cfg.logging.name, {})}
 
 
+def _torch_threads() -> int | None:
+    import sys
+
+    return sys.modules["torch"].get_num_threads() if "torch" in sys.modules else None
+
+
 def train(cfg: Any, output_dir: str, *, resume: bool = True, trainer_kwargs: Any = None, wandb_id: Any = None) -> dict:
     run = RunDir(output_dir)
     run.checkpoints.mkdir(parents=True, exist_ok=True)
@@ -39,8 +46,10 @@ def train(cfg: Any, output_dir: str, *, resume: bool = True, trainer_kwargs: Any
     start = json.loads(run.last_ckpt.read_text())["step"] if resume and run.last_ckpt.exists() else 0
     plugins = [type(p).__name__ for p in (trainer_kwargs or {}).get("plugins", [])]
     calls = run.path / "calls.log"
+    threads = {"omp": os.environ.get("OMP_NUM_THREADS"), "torch": _torch_threads()}
     with open(calls, "a") as f:
-        f.write(json.dumps({"pid": os.getpid(), "start": start, "wandb_id": wandb_id, "plugins": plugins}) + "\n")
+        f.write(json.dumps({"pid": os.getpid(), "start": start, "wandb_id": wandb_id, "plugins": plugins,
+                            "threads": threads, "job": os.environ.get("SLURM_JOB_ID")}) + "\n")  # fmt: skip
     max_steps = int(cfg.train.max_steps)
     mode = args.get("mode", "ok")
     if mode == "crash" or (args.get("crash_once") and len(calls.read_text().splitlines()) == 1):
@@ -54,6 +63,8 @@ def train(cfg: Any, output_dir: str, *, resume: bool = True, trainer_kwargs: Any
         elapsed = time.time() - t0
         run.write_progress({"step": step, "max_steps": max_steps, "train/loss": 1.0 / step,
                             "val/ppl": 10.0 + 1.0 / step, "elapsed_s": elapsed, "eta_s": 0.0})  # fmt: skip
+        if step < max_steps:  # like the real trainer: a stop signal ends the step just checkpointed
+            preempt.check(f"at step {step}")
     metrics = {
         "val/ppl": 5.0 + cfg.train.seed,
         "val/bleu": 20.0 + cfg.model.n_heads,

@@ -12,6 +12,8 @@ an attempt it started is still alive; this loop does the rest, identically for b
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -115,20 +117,10 @@ class Launcher:
         view = view or ProgressView(self.sweep)
         view.note(f"store {self.store.url}: {len(created)} new trial(s), {len(self.sweep.trials)} in the sweep")
         self.retry_failed(first=True)
+        stop = _StopOnCtrlC()
         try:
-            while True:
-                self.poll()
-                grace = float(self.sweep.heartbeat["grace_s"])
-                for a in self.store.reap(grace, self.alive):
-                    view.note(f"reaped {a.attrs.get('row')} seed {a.attrs.get('seed')}: {a.attrs.get('failure')}")
-                self.retry_failed(first=False)
-                self.start(self.waiting())
-                trials = self.trials()
-                view.update(trials)
-                active = any(a.state in ("WAITING", "RUNNING") for v in trials for a in v.attempts)
-                if detach or (not active and not self.busy()):
-                    break
-                time.sleep(self.poll_s)
+            with stop:
+                self._loop(detach, view, stop)
         except KeyboardInterrupt:
             view.note("interrupted: stopping trials; run `ablate sweep` again to resume")
             self.shutdown()
@@ -136,3 +128,55 @@ class Launcher:
             raise
         view.close()
         return count(self.trials())
+
+    def _loop(self, detach: bool, view: ProgressView, stop: _StopOnCtrlC) -> None:
+        while True:
+            stop.check()
+            self.poll()
+            grace = float(self.sweep.heartbeat["grace_s"])
+            for a in self.store.reap(grace, self.alive):
+                view.note(f"reaped {a.attrs.get('row')} seed {a.attrs.get('seed')}: {a.attrs.get('failure')}")
+            self.retry_failed(first=False)
+            stop.check()  # not after a Ctrl-C that came while reaping: nothing new may start then
+            self.start(self.waiting())
+            trials = self.trials()
+            view.update(trials)
+            active = any(a.state in ("WAITING", "RUNNING") for v in trials for a in v.attempts)
+            if detach or (not active and not self.busy()):
+                return
+            time.sleep(self.poll_s)
+
+
+class _StopOnCtrlC:
+    """Ctrl-C as a flag the loop reads, not an exception raised wherever the main thread happens to be.
+
+    Python's default handler raises KeyboardInterrupt at an arbitrary bytecode: inside a ``__del__``
+    or a weakref callback (SQLAlchemy closes pooled connections there; the store opens many) it is
+    printed as "Exception ignored" and lost, and the sweep ran on to the end and exited 0 (seen 1 run
+    in 5). Between a claim and the spawn of its worker it would also leave a claimed attempt with no
+    worker. The flag is checked at the top of each pass and before starting anything; ``sleep`` is
+    interrupted by the signal and the rest of it is short (``poll_s``). A second Ctrl-C raises at once
+    (a controller stuck in a long call, e.g. waiting for the store's lock).
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._old: Any = None
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def check(self) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+
+    def __enter__(self) -> _StopOnCtrlC:
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)

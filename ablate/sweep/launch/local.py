@@ -99,14 +99,39 @@ class LocalLauncher(Launcher):
         return True if child is not None and child.proc.poll() is None else None
 
     def start(self, waiting: list[Attempt]) -> None:
+        held = self._orphan_devices() if waiting else set()
         for a in waiting:
-            if len(self.free) < self.per_trial:
+            avail = [d for d in self.free if d not in held]
+            if len(avail) < self.per_trial:
                 return
             token = f"{self.token_base}:{a.storage_id}"
             if not self.store.claim(a.storage_id, token):
                 continue  # another controller took it
-            devices, self.free = self.free[: self.per_trial], self.free[self.per_trial :]
+            devices = avail[: self.per_trial]
+            self.free = [d for d in self.free if d not in devices]
             self.children[a.storage_id] = _Child(self._spawn(a, token, devices), devices, a)
+
+    def _orphan_devices(self) -> set[int]:
+        """Slots still held by live workers of a controller of this machine that died (kill -9 of the
+        controller: its workers run on in their own sessions, beat, and record their results).
+
+        Counted against this controller's slots, or a rerun ran 3 trials on 2 slots until they ended.
+        A worker counts while its process lives and its heartbeat is fresh; workers of a live controller
+        are that controller's to count. Their own slots (``devices``) when recorded, else the first free.
+        """
+        host, grace = socket.gethostname(), float(self.sweep.heartbeat["grace_s"])
+        held: set[int] = set()
+        for a in self.active():
+            parts = str(a.attrs.get("token", "")).split(":")
+            if a.state != "RUNNING" or a.storage_id in self.children or parts[:2] != ["local", host]:
+                continue
+            if _pid_alive(parts[2]) or not _pid_alive(a.attrs.get("worker_pid")) or a.silent_s() > grace:
+                continue
+            mine = [d for d in a.attrs.get("devices") or [] if d in self.free and d not in held]
+            if len(mine) < self.per_trial:
+                mine = [d for d in self.free if d not in held][: self.per_trial]
+            held.update(mine)
+        return held
 
     def _spawn(self, a: Attempt, token: str, devices: list[int]) -> subprocess.Popen[bytes]:
         env = dict(os.environ)
@@ -137,6 +162,7 @@ class LocalLauncher(Launcher):
             # each trial with SIGTERM to its whole process group (DataLoader workers included).
             proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self.store.set_attr(a.storage_id, "worker_pid", proc.pid)
+        self.store.set_attr(a.storage_id, "devices", devices)
         return proc
 
     def poll(self) -> None:
@@ -177,6 +203,20 @@ class LocalLauncher(Launcher):
             self.children.clear()
         finally:
             signal.signal(signal.SIGINT, old)
+
+
+def _pid_alive(pid: Any) -> bool:
+    """Whether a process with this id exists on this machine (False for a missing or bad id)."""
+    try:
+        os.kill(int(pid), 0)
+    except (TypeError, ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (killed, not yet reaped by its parent) is dead
+        return Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:

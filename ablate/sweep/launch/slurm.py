@@ -1,11 +1,20 @@
 """SLURM launcher: trials as submitit job arrays, one array per resource profile.
 
 The executor is ``submitit.AutoExecutor(cluster="slurm")``, never its guess (it picks SLURM whenever
-``srun`` is on PATH). Each array task runs :class:`SlurmTrial`, a submitit ``Checkpointable``: on a
-preemption or time-limit signal submitit requeues it with the same arguments, and on a requeue
-(``scontrol requeue`` included) the task re-enters the same attempt - its claim token is the job id,
-which a requeue keeps - and training resumes from ``<run dir>/checkpoints/last.ckpt`` into the same
-W&B run. Lightning gets ``SLURMEnvironment(auto_requeue=False)`` so it does not requeue as well.
+``srun`` is on PATH). Each array task runs :class:`SlurmTrial`: it claims its attempt with a token that
+is the job id (``slurm:<array>_<task>``, kept by a requeue) and trains it in-process.
+
+Preemption and time limits (one owner of the signals and of requeueing: :class:`SlurmTrial`):
+:mod:`ablate.train.preempt` takes SIGTERM (``scontrol requeue``, a preemption, ``scancel``) and
+SIGUSR2 (submitit's ``--signal=USR2@signal_delay_s`` before the time limit) from submitit (whose
+SIGUSR2 handler exits mid-step) and from Lightning (whose SIGTERM handler raises without a checkpoint;
+``SLURMEnvironment(auto_requeue=False)`` keeps its own scontrol requeue off). Training stops at the
+next step boundary with ``last.ckpt`` written there; the attempt stays RUNNING under the job's token
+(no failure, no retry spent; ``requeues`` counts them) and W&B is closed as preempting. After SIGUSR2
+the task runs ``scontrol requeue`` itself (nothing else would); after SIGTERM SLURM is requeueing
+already (or cancelling: a requeue must not undo that). The requeued job re-enters the same attempt
+by its token, resumes from last.ckpt into the same W&B run and finishes - no controller needed. Each
+task sets its intra-op threads (OMP/MKL, torch) to the CPUs it asked for.
 
 Job states come from ``sacct`` (a cancelled job is seen only there): a RUNNING or WAITING attempt
 whose job ended without recording a result is failed with the SLURM state as its reason.
@@ -15,7 +24,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -77,23 +88,70 @@ class SlurmTrial:
 
     def __call__(self) -> str:
         from ablate.sweep.worker import load_trial_fn, run_trial, slurm_trainer_kwargs
+        from ablate.train import preempt
 
+        # Before anything slow: from here SIGTERM / SIGUSR2 only ask training to stop at a step boundary
+        # (replacing submitit's handlers: its SIGUSR2 one exits mid-step, and it ignores SIGTERM).
+        preempt.install()
+        set_threads(_cpus_per_task())
         fn = load_trial_fn(self.trial_fn) if self.trial_fn else None  # None: the trainer, after the claim
-        return run_trial(self.url, self.study, self.storage_id, job_token(), slurm_trainer_kwargs(), trial_fn=fn)
+        state = run_trial(self.url, self.study, self.storage_id, job_token(), slurm_trainer_kwargs(), trial_fn=fn)
+        if state == "PREEMPTED":
+            names = ", ".join(signal.Signals(n).name for n in preempt.signals())
+            print(
+                f"ablate: {names} received: trial #{self.storage_id} checkpointed, kept for this job", file=sys.stderr
+            )
+            _requeue_if_needed(preempt.signals())
+            # Like submitit after its own requeue: exit without a result, so nothing reads this run as done.
+            raise SystemExit(-1)
+        return state
 
     def checkpoint(self) -> Any:
-        """Preemption / time limit: resubmit the same call; the trainer resumes from last.ckpt."""
+        """submitit's Checkpointable hook: resubmit the same call (the trainer resumes from last.ckpt).
+
+        Not reached through signals any more (:func:`ablate.train.preempt.install` owns them); kept so a
+        submitit-driven ``job._interrupt()`` still requeues."""
         from submitit.helpers import DelayedSubmission
 
-        from ablate.sweep.store import SweepStore
-
-        try:
-            store = SweepStore(self.url, self.study)
-            n = int(store.get(self.storage_id).attrs.get("requeues", 0))
-            store.set_attr(self.storage_id, "requeues", n + 1)
-        except Exception:  # noqa: BLE001 - the requeue matters more than the counter
-            pass
         return DelayedSubmission(self)
+
+
+def set_threads(cpus: str | None) -> None:
+    """One intra-op thread per CPU the job asked for (OMP/MKL for child processes, torch for this one).
+
+    Without it torch uses every core of the node: several jobs on one unpinned node oversubscribe it
+    (1200 steps took 13 min instead of 40 s)."""
+    if not cpus or not cpus.isdigit() or int(cpus) < 1:
+        return
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = cpus
+    import torch
+
+    torch.set_num_threads(int(cpus))
+
+
+def _cpus_per_task() -> str | None:
+    """--cpus-per-task of this job; without one, the job's CPUs on this node shared by its tasks."""
+    if os.environ.get("SLURM_CPUS_PER_TASK"):
+        return os.environ["SLURM_CPUS_PER_TASK"]
+    on_node, tasks = os.environ.get("SLURM_CPUS_ON_NODE", ""), os.environ.get("SLURM_NTASKS_PER_NODE", "1")
+    if on_node.isdigit() and tasks.isdigit() and int(tasks) > 0:
+        return str(max(1, int(on_node) // int(tasks)))
+    return None
+
+
+def _requeue_if_needed(signals: list[int]) -> None:
+    """SIGUSR2 (the time limit is near, or a preemption that sends the job's signal): nothing requeues the
+    job unless it does. SIGTERM alone: SLURM is already requeueing it (scontrol requeue, preemption) -
+    or cancelling it, which a requeue must not undo."""
+    if signal.SIGUSR2 not in signals or os.environ.get("SLURM_PROCID", "0") != "0":
+        return  # rank 0 requeues a multi-task job
+    job = os.environ.get("SLURM_JOB_ID")
+    if job:
+        done = subprocess.run(["scontrol", "requeue", job], capture_output=True, text=True, timeout=60)
+        print(f"ablate: scontrol requeue {job}: exit code {done.returncode}", file=sys.stderr)
+        if done.returncode != 0:
+            print(f"ablate: scontrol requeue {job} failed: {done.stderr.strip()}", file=sys.stderr)
 
 
 @LAUNCHERS.register("slurm")

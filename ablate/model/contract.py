@@ -1,0 +1,208 @@
+"""The contract every registered model variant must keep, as plain functions (torch only, no pytest).
+
+tests/model parametrizes over ``CHECKS`` x every registered variant; ``ablate check-variants MODULE``
+runs the same checks on the variants a user module registers (ablate/variants_cli.py). Each check
+builds the tiny model of :func:`variant_config` (d_model 16, 2 heads, 2+2 layers, vocab 32) with one
+slot set to the variant, and raises :class:`ContractError` (one line) when the variant breaks it:
+
+- ``shapes``: forward / encode / decode shapes and dtypes
+- ``causal``: changing a target token changes no output at an earlier position (and does change later ones)
+- ``source_padding``: padding a source, alone or batched with a longer one, changes no output
+- ``target_padding``: right-padding a target changes no output at its real positions
+- ``gradients``: a loss's gradient reaches every parameter, non-zero
+- ``determinism``: eval mode repeats exactly; train mode applies dropout
+- ``cached_decoding``: token-by-token and chunked decoding with a cache, and a cache reordered mid-way,
+  equal the full forward
+- ``params``: the closed-form count (:func:`ablate.model.count_parameters`) equals the built model's,
+  tied and untied, with unequal depths and d_k != d_v
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from ablate.config import model_section
+from ablate.model.build import build_model, count_parameters
+from ablate.model.slots import SLOT_REGISTRIES
+from ablate.model.transformer import Transformer
+
+VOCAB, PAD, D_MODEL = 32, 0, 16
+TINY: dict[str, Any] = dict(
+    n_layers=2, d_model=D_MODEL, d_ff=32, n_heads=2, dropout=0.1, attention_dropout=0.0, max_positions=64
+)
+ATOL = 1e-5
+
+
+class ContractError(AssertionError):
+    """A variant broke one check of the contract; the message is one line saying how."""
+
+
+def variant_config(kind: str, name: Any) -> dict[str, Any]:
+    """The tiny model section with slot ``kind`` set to ``name`` (a registered name or {name, args})."""
+    return {**TINY, kind: name}
+
+
+def _model(cfg: dict[str, Any], seed: int = 0) -> Transformer:
+    torch.manual_seed(seed)
+    return build_model(model_section(cfg), vocab_size=VOCAB, pad_id=PAD)
+
+
+def _tokens(b: int, t: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(4, VOCAB, (b, t), generator=g)
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, what: str, atol: float = ATOL) -> None:
+    if a.shape != b.shape:
+        raise ContractError(f"{what}: shapes differ, {tuple(a.shape)} vs {tuple(b.shape)}")
+    diff = (a - b).abs().max().item() if a.numel() else 0.0
+    if not diff <= atol:
+        raise ContractError(f"{what} (max difference {diff:.3g} > {atol:g})")
+
+
+def _require(ok: bool, what: str) -> None:
+    if not ok:
+        raise ContractError(what)
+
+
+def check_shapes(cfg: dict[str, Any]) -> None:
+    model = _model(cfg)
+    src, tgt = _tokens(3, 7, 1), _tokens(3, 5, 2)
+    _require(model(src, tgt).shape == (3, 5, VOCAB), f"forward gave {tuple(model(src, tgt).shape)}, not [B, T, V]")
+    memory, src_pad = model.encode(src)
+    _require(memory.shape == (3, 7, D_MODEL), f"encode gave memory {tuple(memory.shape)}, not [B, S, D]")
+    _require(src_pad.shape == (3, 7) and src_pad.dtype == torch.bool, "encode's padding mask is not [B, S] bool")
+    _require(model.decode(tgt, memory, src_pad).shape == (3, 5, VOCAB), "decode did not give [B, T, V]")
+
+
+def check_causal(cfg: dict[str, Any]) -> None:
+    model = _model(cfg).eval()
+    src, tgt = _tokens(2, 6, 1), _tokens(2, 6, 2)
+    changed = tgt.clone()
+    changed[:, 4] = (changed[:, 4] + 1 - 4) % (VOCAB - 4) + 4  # another real token at position 4
+    with torch.no_grad():
+        a, b = model(src, tgt), model(src, changed)
+    _close(a[:, :4], b[:, :4], "future target tokens leak: changing position 4 changed outputs at positions 0-3")
+    _require(not torch.allclose(a[:, 4:], b[:, 4:], atol=1e-4), "changing a target token changed no later output")
+
+
+def check_source_padding(cfg: dict[str, Any]) -> None:
+    model = _model(cfg).eval()
+    src, tgt = _tokens(2, 5, 1), _tokens(2, 4, 2)
+    padded = torch.cat([src, torch.full((2, 3), PAD)], dim=1)
+    with torch.no_grad():
+        _close(model(src, tgt), model(padded, tgt), "source padding changed the outputs")
+        batch = torch.cat([padded[:1], _tokens(1, 8, 3)], dim=0)  # the short sentence beside a longer one
+        alone, together = model(src[:1], tgt[:1]), model(batch, tgt[:1].expand(2, -1))[:1]
+    _close(alone, together, "a padded source batched with a longer one changed its outputs")
+
+
+def check_target_padding(cfg: dict[str, Any]) -> None:
+    model = _model(cfg).eval()
+    src, tgt = _tokens(2, 5, 1), _tokens(2, 4, 2)
+    padded = torch.cat([tgt, torch.full((2, 3), PAD)], dim=1)
+    with torch.no_grad():
+        _close(model(src, tgt), model(src, padded)[:, :4], "right-padding the target changed real positions")
+
+
+def check_gradients(cfg: dict[str, Any]) -> None:
+    model = _model(cfg).train()
+    logits = model(_tokens(3, 6, 1), _tokens(3, 5, 2))
+    F.cross_entropy(logits.reshape(-1, VOCAB), _tokens(3, 5, 3).reshape(-1)).backward()
+    for name, p in model.named_parameters():
+        _require(p.grad is not None, f"parameter {name} got no gradient")
+        _require(bool(p.grad.abs().sum() > 0), f"parameter {name} got an all-zero gradient")
+
+
+def check_determinism(cfg: dict[str, Any]) -> None:
+    model = _model({**cfg, "dropout": 0.3, "attention_dropout": 0.3})
+    src, tgt = _tokens(2, 6, 1), _tokens(2, 5, 2)
+    with torch.no_grad():
+        model.eval()
+        _close(model(src, tgt), model(src, tgt), "two eval-mode forwards differ", atol=0.0)
+        model.train()
+        _require(not torch.allclose(model(src, tgt), model(src, tgt)), "train mode applies no dropout")
+
+
+def check_cached_decoding(cfg: dict[str, Any]) -> None:
+    model = _model(cfg).eval()
+    src, tgt = _tokens(3, 7, 1), _tokens(3, 6, 2)
+    src[0, 4:] = PAD  # a shorter sentence: cross-attention must keep ignoring its padding
+    index = torch.tensor([2, 0])
+    with torch.no_grad():
+        full = model(src, tgt)
+        memory, src_pad = model.encode(src)
+        cache = model.new_cache()
+        steps = [model.decode(tgt[:, i : i + 1], memory, src_pad, cache=cache) for i in range(6)]
+        _close(torch.cat(steps, dim=1), full, "token-by-token cached decoding differs from the full forward")
+        _require(cache.length == 6, f"the cache holds {cache.length} positions after 6 steps")
+        cache = model.new_cache()
+        chunks = [model.decode(tgt[:, a:b], memory, src_pad, cache=cache) for a, b in ((0, 3), (3, 4), (4, 6))]
+        _close(torch.cat(chunks, dim=1), full, "decoding in chunks of several tokens differs from the full forward")
+        cache = model.new_cache()
+        first = model.decode(tgt[:, :2], memory, src_pad, cache=cache)
+        model.reorder_cache(cache, index, include_cross=True)
+        rest = model.decode(tgt[index, 2:], memory[index], src_pad[index], cache=cache)
+        expected = model(src[index], tgt[index])
+    _close(torch.cat([first[index], rest], dim=1), expected, "decoding after reorder_cache differs from scratch")
+
+
+def check_params(cfg: dict[str, Any]) -> None:
+    extras = ({}, {"tie_embeddings": False}, {"n_enc_layers": 3, "n_dec_layers": 1, "d_k": 4, "d_v": 6})
+    for extra in extras:
+        section = model_section({**cfg, **extra})
+        counted = sum(p.numel() for p in build_model(section, vocab_size=VOCAB).parameters())
+        closed = count_parameters(section, vocab_size=VOCAB)
+        _require(closed == counted, f"closed-form count {closed} != {counted} parameters built (with {extra})")
+
+
+CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "shapes": check_shapes,
+    "causal": check_causal,
+    "source_padding": check_source_padding,
+    "target_padding": check_target_padding,
+    "gradients": check_gradients,
+    "determinism": check_determinism,
+    "cached_decoding": check_cached_decoding,
+    "params": check_params,
+}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    kind: str
+    name: str
+    check: str
+    ok: bool
+    message: str = ""
+
+    def line(self) -> str:
+        status = "PASS" if self.ok else "FAIL"
+        return f"{status}  {self.kind}={self.name:<12} {self.check:<16} {self.message}".rstrip()
+
+
+def registered_variants() -> list[tuple[str, str]]:
+    """(slot kind, name) of every registered model variant, built-in and imported plugins alike."""
+    return [(kind, name) for kind, reg in sorted(SLOT_REGISTRIES.items()) for name in reg.names()]
+
+
+def run_contract(variants: Iterable[tuple[str, str]], checks: Iterable[str] | None = None) -> list[CheckResult]:
+    """Run ``checks`` (default: all) on each (kind, name); an exception is a failed check, not a crash."""
+    results = []
+    for kind, name in variants:
+        cfg = variant_config(kind, name)
+        for check in checks if checks is not None else CHECKS:
+            try:
+                CHECKS[check](cfg)
+            except Exception as exc:  # noqa: BLE001 - user code may raise anything; report it as one line
+                msg = (str(exc).strip().splitlines() or [""])[0]
+                prefix = "" if isinstance(exc, ContractError) else f"{type(exc).__name__}: "
+                results.append(CheckResult(kind, name, check, False, prefix + msg))
+            else:
+                results.append(CheckResult(kind, name, check, True))
+    return results

@@ -1,0 +1,184 @@
+"""The table's display strings, shared by every layout: numbers, deltas, marks, intervals, the legend.
+
+The paper prints PPL with 2 decimals, BLEU with 1, params in millions. Marks (explained in the legend
+under every table):
+
+* ``*`` after a delta: the change vs base is significant at ``alpha`` - p < alpha in the paired
+  bootstrap over dev sentences and, where both rows have >= 2 seeds, in Welch's test over seeds;
+* ``†`` after a PPL: *not learned* - the row's dev PPL is not below 0.8 x the unigram floor.
+
+Rows none of whose trials has finished show what they wait for: "…" (waiting), "running", "failed".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ablate.eval.significance import Comparison
+from ablate.report.evidence import LEARNED_RATIO
+from ablate.report.fidelity import Fidelity
+from ablate.report.paper import CITATION
+from ablate.report.table import Evidence, ReportRow, Stat, Table3
+
+MARKERS = {"waiting": "…", "running": "running", "failed": "failed"}
+SIGNIFICANT = "*"
+NOT_LEARNED = "†"
+WITHHELD = "withheld"
+PAIRING = (
+    "seed-matched pairs pooled (row seed s vs base seed s, for every seed both finished; "
+    "BLEU on the first dev sentences both decoded)"
+)
+
+
+def fmt_setting(key: str, value: Any) -> str:
+    if value is None:
+        return ""
+    if key == "train_steps" and isinstance(value, int) and value >= 1000 and value % 1000 == 0:
+        return f"{value // 1000}K"
+    return str(value)
+
+
+def signed(x: float, digits: int) -> str:
+    text = f"{x:+.{digits}f}"
+    return text.replace("-", "+", 1) if float(text) == 0 else text  # no "-0.00"
+
+
+def fmt_stat(stat: Stat | None, digits: int) -> str:
+    if stat is None:
+        return ""
+    if stat.std is None:
+        return f"{stat.mean:.{digits}f}"
+    return f"{stat.mean:.{digits}f} ± {stat.std:.{digits}f}"
+
+
+def fmt_params(params: float | None) -> str:
+    """Millions with 3-4 significant digits (mini models have well under a million parameters)."""
+    if params is None:
+        return ""
+    m = params / 1e6
+    digits = 0 if m >= 100 else 1 if m >= 10 else 2 if m >= 1 else 3
+    return f"{m:.{digits}f}"
+
+
+def fmt_p(p: float | None) -> str:
+    if p is None:
+        return ""
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def row_label(row: ReportRow) -> str:
+    """The row's name, with the paper's row id when the name does not say it (``h=1 [A1]``)."""
+    return f"{row.name} [{row.paper.id}]" if row.paper and row.paper.id != row.name else row.name
+
+
+def group_label(group: str) -> str:
+    return group if group in ("base", "big", "") else f"({group})"
+
+
+def shown_settings(row: ReportRow) -> dict[str, Any]:
+    """The Table 3 cells a row prints: all of base's, only the changed ones elsewhere."""
+    return row.settings if row.is_base and row.settings else row.changed
+
+
+def metric_withheld(table: Table3, metric: str) -> bool:
+    return metric == "bleu" and table.bleu_withheld is not None
+
+
+def mark(table: Table3, row: ReportRow, metric: str) -> str:
+    ev: Evidence = getattr(row, f"{metric}_ev")
+    return SIGNIFICANT if ev.significant(table.alpha) else ""
+
+
+def result_cell(table: Table3, row: ReportRow, metric: str, digits: int, std: bool = True) -> str:
+    """``8.20 ± 0.28 (+0.80)*``: ours, mean ± std over seeds, delta vs base, significance mark."""
+    if row.pending:
+        return MARKERS[row.pending]
+    stat: Stat | None = getattr(row, metric)
+    if stat is None:
+        return "n/a"  # finished, but this metric was not recorded (e.g. BLEU switched off)
+    if metric_withheld(table, metric):
+        return WITHHELD
+    text = fmt_stat(stat, digits) if std else f"{stat.mean:.{digits}f}"
+    delta = getattr(row, f"{metric}_delta")
+    if delta is not None:
+        text += f" ({signed(delta, digits)}){mark(table, row, metric)}"
+    if metric == "ppl" and row.learned is False:
+        text += f" {NOT_LEARNED}"
+    return text
+
+
+def paper_cell(row: ReportRow, metric: str, digits: int) -> str:
+    if row.paper is None:
+        return ""
+    value = getattr(row.paper, metric)
+    pd = row.paper_delta
+    delta = None if pd is None else pd[0 if metric == "ppl" else 1]
+    text = f"{value:.{digits}f}"
+    return f"{text} ({signed(delta, digits)})" if delta is not None else text
+
+
+def interval_cell(table: Table3, row: ReportRow, metric: str, digits: int) -> str:
+    """``+0.81 [+0.42, +1.20]``: the bootstrap's delta (on the pooled seed-matched pairs) and its 95%
+    interval; on base's row, the unigram floor."""
+    if row.is_base:
+        return f"floor {table.floor:.{digits}f}" if metric == "ppl" and table.floor is not None else ""
+    boot: Comparison | None = getattr(row, f"{metric}_ev").boot
+    if boot is None or metric_withheld(table, metric):
+        return ""
+    return f"{signed(boot.delta, digits)} [{signed(boot.low, digits)}, {signed(boot.high, digits)}]"
+
+
+def p_cell(row: ReportRow, metric: str) -> str:
+    """``0.002 / 0.031``: the bootstrap's p-value / Welch's over seeds (where n >= 2 on both sides)."""
+    ev: Evidence = getattr(row, f"{metric}_ev")
+    boot = fmt_p(ev.boot.p_value) if ev.boot else ("–" if ev.seeds else "")
+    return f"{boot} / {fmt_p(ev.seeds.p_value)}" if ev.seeds else boot
+
+
+def _why_lines(table: Table3) -> list[str]:
+    """One line per row whose bootstrap is missing, grouped by reason."""
+    by_reason: dict[str, list[str]] = {}
+    for row in table.rows:
+        for metric in ("ppl", "bleu"):
+            why = getattr(row, f"{metric}_ev").why
+            if why and not (metric == "bleu" and table.bleu_withheld):
+                by_reason.setdefault(why, []).append(f"{row.name} {metric.upper()}")
+    return [f"no bootstrap ({why}): {', '.join(names)}" for why, names in by_reason.items()]
+
+
+def legend(table: Table3, terminal: bool = False) -> list[str]:
+    """The lines under every table: how to read it, the floor, withheld figures (``terminal``: the narrow
+    layout, which leaves the intervals and p-values to ``--format md``)."""
+    base = table.base
+    floor = (
+        f"Unigram floor (dev PPL of a unigram model of the training targets): {table.floor:.2f}; "
+        f"{NOT_LEARNED} = not learned (PPL ≥ {LEARNED_RATIO:g} × floor = {LEARNED_RATIO * table.floor:.2f}), "
+        "its statistics withheld."
+        if table.floor is not None
+        else f"Unigram {table.floor_note or 'floor: n/a'}."
+    )
+    lines = [
+        f"Ours: dev PPL / BLEU, mean ± std over seeds; Δ = against our base row ({base.name if base else '?'}). "
+        f"Paper: {CITATION}; Δ against its base. Blank settings = as base. … = waiting.",
+        f"{SIGNIFICANT} = change vs base significant at α = {table.alpha:g}: p < α in the paired bootstrap over "
+        "dev sentences (sacreBLEU's for BLEU) and, where both rows have ≥ 2 seeds, in Welch's test over seeds.",
+        (
+            "Intervals and p-values: `ablate table --format md` (or json). "
+            if terminal
+            else "Δ boot [95% CI] = Δ of the pooled seed-matched pairs and its bootstrap interval; "
+            "p = bootstrap / Welch (– = none). "
+        )
+        + f"Bootstrap pairs: {PAIRING}.",  # fmt: skip
+        floor,
+    ]
+    if table.bleu_withheld:
+        lines.append(f"BLEU withheld: {table.bleu_withheld}.")
+    lines += _why_lines(table)
+    return lines
+
+
+def notes(table: Table3, fid: Fidelity) -> list[str]:
+    lines = [*legend(table), *fid.lines()]
+    for row in table.rows:
+        lines += [f"failed: {row.name} {failure}" for failure in row.failures]
+    return lines

@@ -1,0 +1,122 @@
+"""`ablate variants` and `ablate check-variants`: list registered variants, run the model contract on plugins.
+
+ablate/cli.py delegates both subcommands here (:func:`add_variant_commands`). Nothing heavy is imported
+until a command runs: ``--help`` stays light.
+
+- ``ablate variants [--imports MODULE ...]``: every registry, per slot, each name with its one-line
+  doc; model slots also say whether the class has a closed-form parameter count (``closed``) or is
+  counted by building it (``counted``), and which plugin module registered it.
+- ``ablate check-variants MODULE ...``: import the modules (a name on the path or a ``.py`` file), run
+  the contract of ablate/model/contract.py on every model variant they registered, one PASS/FAIL line
+  per check; exit 1 if any check failed, 2 if a module cannot be imported or registered nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ablate.errors import AblateError
+
+
+class VariantsError(AblateError):
+    """A plugin module could not be imported, or registered no model variant."""
+
+
+def import_module(spec: str) -> ModuleType:
+    """Import ``spec``: a module name (the working directory is searched first) or a path to a .py file."""
+    path = Path(spec)
+    folder, name = (path.parent, path.stem) if spec.endswith(".py") else (Path.cwd(), spec)
+    if spec.endswith(".py") and not path.is_file():
+        raise VariantsError(f"{spec}: no such file")
+    if str(folder.resolve()) not in sys.path:
+        sys.path.insert(0, str(folder.resolve()))
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and name.startswith(exc.name):
+            raise VariantsError(f"no module {name!r} (looked in {folder} and on sys.path); fix the name") from None
+        raise VariantsError(f"module {name!r} raised ModuleNotFoundError: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - user code may raise anything; one line names it
+        msg = (str(exc).splitlines() or [""])[0][:200]
+        raise VariantsError(f"module {name!r} raised {type(exc).__name__}: {msg}") from None
+
+
+def _origin(obj: Any) -> str:
+    mod = getattr(obj, "__module__", "") or ""
+    return "" if mod == "ablate" or mod.startswith("ablate.") else mod
+
+
+def _closed_form(obj: Any) -> bool:
+    return isinstance(obj, type) and "num_params" in vars(obj)
+
+
+def variants(imports: list[str]) -> int:
+    """Print every registry's variants (after importing ``imports``)."""
+    from ablate.model.slots import SLOT_REGISTRIES
+    from ablate.registry import load_builtin_registries
+
+    registries = load_builtin_registries()
+    for spec in imports:
+        import_module(spec)
+    for kind, reg in sorted(registries.items()):
+        model = kind in SLOT_REGISTRIES
+        print(f"{kind}: {reg.description}" if reg.description else f"{kind}:")
+        for name, doc in reg.describe():
+            obj = reg.get(name)
+            params = ("closed " if _closed_form(obj) else "counted") + " " if model else ""
+            origin = f"  [plugin: {_origin(obj)}]" if _origin(obj) else ""
+            print(f"  {name:<18} {params}{doc}{origin}")
+    print("model params: closed = a closed-form num_params; counted = built on the meta device and counted")
+    return 0
+
+
+def plugin_variants(modules: list[ModuleType]) -> list[tuple[str, str]]:
+    """(slot kind, name) of the model variants whose class lives in one of ``modules``."""
+    from ablate.model.slots import SLOT_REGISTRIES
+
+    names = {m.__name__ for m in modules}
+    found = []
+    for kind, reg in sorted(SLOT_REGISTRIES.items()):
+        for name in reg.names():
+            mod = getattr(reg.get(name), "__module__", "")
+            if mod in names or any(mod.startswith(n + ".") for n in names):
+                found.append((kind, name))
+    return found
+
+
+def check_variants(specs: list[str], checks: list[str] | None = None) -> int:
+    """Run the model contract on what ``specs`` register; 0 if every check passed, else 1."""
+    from ablate.model.contract import CHECKS, run_contract
+
+    unknown = sorted(set(checks or ()) - set(CHECKS))
+    if unknown:
+        raise VariantsError(f"unknown check(s) {', '.join(unknown)} (valid: {', '.join(CHECKS)})")
+    found = plugin_variants([import_module(s) for s in specs])
+    if not found:
+        raise VariantsError(
+            f"{', '.join(specs)} registered no model variant (positional, attention, norm, ffn, residual)"
+        )
+    results = run_contract(found, checks)
+    for result in results:
+        print(result.line())
+    failed = [r for r in results if not r.ok]
+    total = f"{len(results)} checks on {len(found)} variant(s)"
+    print(f"{total}: {len(failed)} failed" if failed else f"{total}: all passed")
+    return 1 if failed else 0
+
+
+def add_variant_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``variants`` and ``check-variants`` to the ``ablate`` parser (called by ablate/cli.py)."""
+    s = sub.add_parser("variants", help="list every registry's variants (with plugins: --imports MODULE)")
+    s.add_argument("--imports", nargs="+", default=[], metavar="MODULE", help="plugin modules to import first")
+    s.set_defaults(func=lambda a: variants(a.imports))
+
+    s = sub.add_parser("check-variants", help="run the model variant contract on what a plugin module registers")
+    s.add_argument("modules", nargs="+", metavar="MODULE", help="module name (cwd searched first) or path/to/file.py")
+    s.add_argument("--check", action="append", default=None, metavar="NAME", help="run only this check (repeatable)")
+    s.set_defaults(func=lambda a: check_variants(a.modules, a.check))

@@ -1,0 +1,217 @@
+"""ablate vs plain PyTorch on the same real batches: training throughput and beam-4 decoding speed.
+
+Prints ratios measured in one run (a shared machine drifts between runs; the ratio is what counts):
+
+1. Training, target tokens/s: ablate's TranslationSystem under a Lightning Trainer vs the plain loop of
+   plain_reference.py (own modules with SDPA, full-logits label-smoothed cross-entropy), same model
+   shape, same batches from ablate's own TokenBucketBatchSampler. Also the machine's fp32 matmul peak
+   and each side's model FLOP/s as a share of it. Target: ablate >= 1.15x.
+2. Beam 4 (alpha 0.6, max length = source length + 50) on dev sentences, batches sorted by length as
+   ablate's corpus decoding makes them: ablate's beam_search vs plain_reference.plain_beam (a cached beam
+   that keeps every sentence to the batch's end), on one briefly trained model (trained here for
+   --decode-steps steps, or loaded from --run). Prints whether the best hypotheses are identical.
+   Target: ablate >= 1.15x.
+
+    python benchmarks/bench_vs_plain.py                    # built-in corpus, experiments/mini.yaml shape
+    python benchmarks/bench_vs_plain.py --data ../shared/data/multi30k
+    python benchmarks/bench_vs_plain.py --run runs/mini    # decode with a trained run's last.ckpt
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from plain_reference import PAD, PlainTransformer, plain_beam, plain_train  # noqa: E402
+
+from ablate.config import load_config, model_section  # noqa: E402
+from ablate.data.batching import TokenBucketBatchSampler, collate  # noqa: E402
+from ablate.data.prepare import prepare_data  # noqa: E402
+from ablate.eval.corpus import bleu_set  # noqa: E402
+from ablate.eval.decode import beam_search  # noqa: E402
+from ablate.eval.settings import DecodeSettings  # noqa: E402
+from ablate.model.build import train_flops  # noqa: E402
+from ablate.train.system import TranslationSystem, load_system  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", default=str(ROOT / "experiments" / "mini.yaml"), help="model shape and data")
+    p.add_argument("--data", help="a Multi30k-style folder (train/valid .en/.de); default: the built-in corpus")
+    p.add_argument("--run", help="a run folder: decode with its checkpoints/last.ckpt instead of training here")
+    p.add_argument("--steps", type=int, default=8, help="timed training steps per contender (after --warmup)")
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--repeats", type=int, default=2, help="interleaved repetitions; the best time of each counts")
+    p.add_argument("--max-tokens", type=int, help="tokens per training batch (default: the config's)")
+    p.add_argument("--decode-steps", type=int, default=250, help="training steps of the model that decodes")
+    p.add_argument("--decode-tokens", type=int, default=1024, help="tokens per batch of that brief training")
+    p.add_argument("--sentences", type=int, default=192, help="dev sentences decoded")
+    p.add_argument("--skip", choices=["train", "decode"], help="skip one of the two comparisons")
+    return p.parse_args()
+
+
+def prepared_data(args: argparse.Namespace):
+    over = ["data.corpus=multi30k", f"data.root={Path(args.data).resolve()}"] if args.data else []
+    cfg = load_config(args.config, overrides=over)
+    return cfg, prepare_data(cfg.data, progress=False)
+
+
+def real_batches(prepared, max_tokens: int, n: int, seed: int = 1) -> list[dict[str, torch.Tensor]]:
+    """The first ``n`` training batches ablate's own sampler yields (epoch 0)."""
+    shard = prepared.split("train")
+    sampler = TokenBucketBatchSampler(shard.src_lengths, shard.tgt_lengths, max_tokens, seed=seed)
+    return [{k: v for k, v in collate(shard, b).items() if k != "index"} for b in sampler.epoch_batches(0)[:n]]
+
+
+def matmul_peak(n: int = 2048, reps: int = 8) -> float:
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    t = time.perf_counter()
+    for _ in range(reps):
+        a @ b
+    return 2 * n**3 * reps / (time.perf_counter() - t)
+
+
+def run_ablate(cfg, vocab: int, batches: list, warmup: int) -> float:
+    """Seconds of ablate's Lightning training steps after ``warmup`` (timed by a callback)."""
+    import lightning.pytorch as pl
+
+    times: list[float] = []
+
+    class Timer(pl.Callback):
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            self.t = time.perf_counter()
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            if batch_idx >= warmup:
+                times.append(time.perf_counter() - self.t)
+
+    torch.manual_seed(0)
+    system = TranslationSystem(
+        model=dict(cfg.model), vocab_size=vocab, label_smoothing=float(cfg.train.label_smoothing)
+    )
+    trainer = pl.Trainer(
+        accelerator="cpu", devices=1, precision="32-true", max_steps=len(batches), logger=False, callbacks=[Timer()],
+        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+    )  # fmt: skip
+    trainer.fit(system, train_dataloaders=torch.utils.data.DataLoader(batches, batch_size=None))
+    return sum(times)
+
+
+def bench_train(cfg, vocab: int, args: argparse.Namespace, prepared) -> None:
+    max_tokens = args.max_tokens or int(cfg.data.max_tokens)
+    batches = real_batches(prepared, max_tokens, args.warmup + args.steps)
+    timed = batches[args.warmup :]
+    tokens = sum(int((b["tgt_out"] != PAD).sum()) for b in timed)
+    padded = sum(b["tgt_out"].numel() for b in timed)
+    m = cfg.model
+    flops = sum(
+        train_flops(
+            model_section(dict(m)), vocab, int((b["src"] != PAD).sum()), int((b["tgt_out"] != PAD).sum()),
+            src_len=float((b["src"] != PAD).sum(1).float().mean()),
+            tgt_len=float((b["tgt_out"] != PAD).sum(1).float().mean()),
+        )
+        for b in timed
+    )  # fmt: skip
+    print(
+        f"training: d_model={m.d_model} layers={m.n_layers}+{m.n_layers} vocab={vocab}; {args.steps} timed steps of "
+        f"max_tokens={max_tokens} ({tokens} real target tokens, {1 - tokens / padded:.1%} target padding)"
+    )
+    peak = matmul_peak()
+    t_plain = t_ablate = float("inf")
+    for _ in range(args.repeats):  # interleaved, best of each: the load drifts between contenders
+        torch.manual_seed(0)
+        plain = PlainTransformer(vocab, m.d_model, m.n_heads, m.d_ff, m.n_layers, float(m.dropout))
+        t_plain = min(t_plain, plain_train(plain, batches, args.warmup, float(cfg.train.label_smoothing), m.d_model))
+        t_ablate = min(t_ablate, run_ablate(cfg, vocab, batches, args.warmup))
+    peak = max(peak, matmul_peak())
+    print(f"  fp32 matmul peak (2048^2)  {peak / 1e9:8.1f} GFLOP/s")
+    for name, t in (("plain PyTorch loop", t_plain), ("ablate (Lightning)", t_ablate)):
+        print(
+            f"  {name:<25}  {tokens / t:8.1f} tgt tokens/s  {flops / t / 1e9:6.1f} GFLOP/s"
+            f" ({flops / t / peak:.0%} of peak)"
+        )
+    print(f"  RATIO train ablate / plain {t_plain / t_ablate:8.3f} x  (target >= 1.15x)")
+
+
+def decoding_model(cfg, vocab: int, args: argparse.Namespace, prepared) -> torch.nn.Module:
+    """A briefly trained model (ablate's training path), or the last checkpoint of ``--run``."""
+    if args.run:
+        return load_system(Path(args.run) / "checkpoints" / "last.ckpt").model.eval()
+    torch.manual_seed(0)
+    t = cfg.train
+    system = TranslationSystem(
+        model=dict(cfg.model), vocab_size=vocab, label_smoothing=float(t.label_smoothing),
+        lr_factor=float(t.lr_factor), warmup_steps=min(int(t.warmup_steps), args.decode_steps // 2),
+    )  # fmt: skip
+    opt = system.configure_optimizers()
+    optimizer, sched = opt["optimizer"], opt["lr_scheduler"]["scheduler"]
+    system.log = lambda *a, **k: None  # no Trainer here: training_step's metric logging is a no-op
+    batches = real_batches(prepared, args.decode_tokens, args.decode_steps, seed=2)
+    start = time.perf_counter()
+    for i, batch in enumerate(batches):
+        loss = system.training_step(batch, i)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        sched.step()
+    print(
+        f"decoding model: trained {len(batches)} steps here in {time.perf_counter() - start:.0f} s, "
+        f"last loss {float(loss):.2f}"
+    )
+    return system.model.eval()
+
+
+def bench_decode(cfg, vocab: int, args: argparse.Namespace, prepared) -> None:
+    model = decoding_model(cfg, vocab, args, prepared)
+    s = DecodeSettings.from_config(cfg.eval)
+    sources = bleu_set(prepared, "valid", args.sentences).sources
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))  # as ablate.eval.corpus batches them
+    batches = []
+    for a in range(0, len(order), s.batch_size):
+        idx = order[a : a + s.batch_size]
+        src = torch.full((len(idx), max(len(sources[i]) for i in idx)), PAD, dtype=torch.long)
+        for r, i in enumerate(idx):
+            src[r, : len(sources[i])] = torch.tensor(sources[i])
+        batches.append(src)
+    print(f"decoding: {len(sources)} dev sentences in {len(batches)} batches, beam {s.beam_size}, alpha {s.alpha}")
+    t_plain = t_ablate = float("inf")
+    for _ in range(args.repeats):
+        t = time.perf_counter()
+        plain = [h for src in batches for h in plain_beam(model, src, s.beam_size, s.alpha, s.max_len_a, s.max_len_b)]
+        t_plain = min(t_plain, time.perf_counter() - t)
+        t = time.perf_counter()
+        ours = [hyps[0] for src in batches for hyps in beam_search(model, src, s)]
+        t_ablate = min(t_ablate, time.perf_counter() - t)
+    same = sum(p[0] == h.tokens for p, h in zip(plain, ours))
+    diff = max(abs(p[1] - h.score) for p, h in zip(plain, ours))
+    out_tokens = sum(len(h.tokens) + 1 for h in ours)
+    mean_src = sum(len(x) for x in sources) / len(sources)
+    print(f"  mean source length {mean_src:.1f}, mean output length {out_tokens / len(ours):.1f} (EOS included)")
+    print(f"  plain cached beam          {t_plain:8.2f} s  ({out_tokens / t_plain:7.1f} output tokens/s)")
+    print(f"  ablate beam_search         {t_ablate:8.2f} s  ({out_tokens / t_ablate:7.1f} output tokens/s)")
+    print(f"  identical best hypotheses  {same}/{len(ours)}; max |score difference| {diff:.1e}")
+    print(f"  RATIO beam ablate / plain  {t_plain / t_ablate:8.3f} x  (target >= 1.15x)")
+
+
+def main() -> None:
+    args = parse()
+    torch.set_num_threads(torch.get_num_threads())
+    cfg, prepared = prepared_data(args)
+    vocab = prepared.tokenizer.vocab_size
+    print(f"bench_vs_plain: corpus {cfg.data.corpus}, torch {torch.__version__}, {torch.get_num_threads()} threads")
+    if args.skip != "train":
+        bench_train(cfg, vocab, args, prepared)
+    if args.skip != "decode":
+        bench_decode(cfg, vocab, args, prepared)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,27 @@
+"""Trial ids are stored forever (the store, run dirs, W&B run ids): renaming a config key must not change them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ablate.sweep.spec import load_sweep, trial_id
+
+SWEEPS = Path(__file__).resolve().parents[2] / "sweeps"
+
+# The ids of sweeps/table3-mini.yaml as ablate 0.1 computed them (before model.norm_placement became
+# the model.residual slot). A change here re-runs every finished sweep of every user: do not update
+# these values without a migration.
+PINNED = {"base": "c8ce1ac013439da3", "N=4": "4547b7f23320bbc3"}
+
+
+def test_table3_mini_ids_are_those_of_earlier_versions() -> None:
+    ids = {t.row: t.trial_id for t in load_sweep(SWEEPS / "table3-mini.yaml").trials}
+    assert {row: ids[row] for row in PINNED} == PINNED
+
+
+def test_residual_hashes_as_the_flag_it_replaced() -> None:
+    new = {"model": {"residual": "pre", "d_model": 8}, "train": {"seed": 1}}
+    old = {"model": {"norm_placement": "pre", "d_model": 8}, "train": {"seed": 1}}
+    assert trial_id(new) == trial_id(old)
+    other = {"model": {"residual": "sandwich", "d_model": 8}, "train": {"seed": 1}}
+    assert trial_id(other) != trial_id(new)

@@ -1,0 +1,212 @@
+"""Bad sweep input is one line (what, where, what to do), exit 2, at `--dry-run` already, and nothing
+is stored or launched; a store with odd attributes still shows. All in-process, no worker started."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from ablate.cli import main
+from ablate.sweep.spec import load_sweep
+from ablate.sweep.store import SweepStore
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("error: "), err
+    assert "Traceback" not in err
+    return err
+
+
+def _store_file(path: Path) -> Path:
+    return path.parent / ".ablate" / "t.db"
+
+
+def _no_sbatch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+
+
+def test_slurm_without_sbatch_fails_at_dry_run_and_before_the_store(write_sweep, capsys, monkeypatch, tmp_path):
+    path = write_sweep(launcher={"name": "slurm"})
+    _no_sbatch(monkeypatch, tmp_path)
+    assert main(["sweep", str(path), "--dry-run"]) == 2
+    out, err = capsys.readouterr()
+    assert "1 trials" in out  # the plan is still shown
+    assert err.count("\n") == 1 and "`sbatch` is not on PATH" in err and "launcher: local" in err
+    assert main(["sweep", str(path)]) == 2
+    err = _one_line_error(capsys)
+    assert "sbatch" in err and str(path) in err
+    assert not _store_file(path).exists()  # nothing stored
+
+
+def _big_grid(write_sweep) -> Path:
+    grid = {"model.dropout": [i / 1000 for i in range(100)], "train.warmup_steps": list(range(1, 101))}
+    return write_sweep(seeds=[1, 2, 3, 4, 5, 6, 7, 8, 9, 10], rows=[{"name": "g", "grid": grid}])
+
+
+def test_a_huge_grid_is_counted_not_built_and_needs_max_trials(write_sweep, capsys):
+    path = _big_grid(write_sweep)  # 100 x 100 x 10 seeds = 100,000 trials
+    t0 = time.monotonic()
+    assert main(["sweep", str(path), "--dry-run"]) == 2
+    assert time.monotonic() - t0 < 5  # counted from list lengths; building them took ~2 hours
+    err = _one_line_error(capsys)
+    assert "100,000 trials" in err and "--max-trials 100000" in err and "'g' 100,000" in err
+    assert main(["sweep", str(path)]) == 2
+    assert "--max-trials" in _one_line_error(capsys)
+    assert not _store_file(path).exists()
+
+
+def test_max_trials_confirms_and_also_lowers_the_limit(write_sweep, capsys):
+    path = write_sweep(rows=[{"name": "g", "grid": {"model.dropout": [0.0, 0.1, 0.2]}}])
+    assert main(["sweep", str(path), "--dry-run", "--max-trials", "2"]) == 2
+    assert "3 trials" in _one_line_error(capsys)
+    assert main(["sweep", str(path), "--dry-run", "--max-trials", "3"]) == 0
+
+
+def test_dry_run_totals_keep_significant_digits(write_sweep, capsys):
+    assert main(["sweep", str(write_sweep()), "--dry-run"]) == 0
+    total = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("total:")][0]
+    assert "0.0 device-hours" not in total and "e-" in total.split("FLOPs,")[1]
+
+
+@pytest.mark.parametrize(
+    "store, where",
+    [("sqlite:///{blocker}/x.db", "is a file"), ("journal:{blocker}/sub/x.journal", "is a file")],
+)
+def test_an_unwritable_store_fails_at_dry_run(write_sweep, capsys, tmp_path, store, where):
+    blocker = tmp_path / "somefile"
+    blocker.write_text("not a folder")
+    path = write_sweep(store=store.format(blocker=blocker))
+    assert main(["sweep", str(path), "--dry-run"]) == 2
+    err = _one_line_error(capsys)
+    assert where in err and str(blocker) in err and "store" in err and "writable" in err
+    assert blocker.read_text() == "not a folder"
+
+
+def test_a_store_in_an_unwritable_place_fails_at_dry_run(write_sweep, capsys):
+    path = write_sweep(store="sqlite:////proc/ablate-x.db")
+    assert main(["sweep", str(path), "--dry-run"]) == 2
+    err = _one_line_error(capsys)
+    assert "cannot create files in /proc" in err
+
+
+def test_a_plugin_that_raises_is_one_line(write_sweep, capsys, tmp_path):
+    (tmp_path / "broken_plugin.py").write_text("import os\n\nraise RuntimeError('no GPU driver here')\n")
+    path = write_sweep(imports=["broken_plugin"])
+    assert main(["sweep", str(path), "--dry-run"]) == 2
+    err = _one_line_error(capsys)
+    assert "'broken_plugin' raised RuntimeError: no GPU driver here" in err
+    assert "broken_plugin.py:3" in err and "imports" in err
+    (tmp_path / "syntax_plugin.py").write_text("def f(:\n")
+    assert main(["status", str(write_sweep(imports=["syntax_plugin"]))]) == 2
+    assert "syntax_plugin.py:1" in _one_line_error(capsys)
+
+
+def test_a_bad_value_in_a_row_names_the_row_only(write_sweep, capsys):
+    path = write_sweep(
+        overrides=["train.max_steps=6"],
+        rows=[{"name": "base"}, {"name": "bad drop", "overrides": ["model.dropout=1.5"]}],
+    )
+    assert main(["sweep", str(path), "--dry-run"]) == 2
+    err = _one_line_error(capsys)
+    assert len(err) < 200, err
+    assert "'bad drop'" in err and "model.dropout" in err
+    assert "overrides" not in err.split("model.dropout")[0].replace("row 'bad drop'", "")
+
+
+def test_status_tolerates_attributes_of_another_type(write_sweep, capsys):
+    path = write_sweep(rows=[{"name": "base"}, {"name": "h4", "overrides": ["model.n_heads=4"]}])
+    sweep = load_sweep(path)
+    store = SweepStore.for_sweep(sweep)
+    store.sync(sweep)
+    from optuna.trial import TrialState
+
+    first, second = store.attempts()
+    store.storage.set_trial_user_attr(first.storage_id, "metrics", [1.0, 2.0])
+    store.storage.set_trial_state_values(first.storage_id, TrialState.COMPLETE)
+    store.storage.set_trial_user_attr(second.storage_id, "attempt", "zero")
+    store.storage.set_trial_user_attr(second.storage_id, "failure", ["x"])
+    store.storage.set_trial_state_values(second.storage_id, TrialState.FAIL)
+    assert main(["status", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    assert "base" in out and "done 1" in out and "h4" in out and "failed 1" in out
+    assert "trial 'base' seed 1: the store sqlite:///" in out and "metrics (list)" in out
+    assert "attempt (str)" in out and "failure (list)" in out
+    assert main(["table", str(path), "--format", "csv"]) == 0  # the report reads the same tolerant view
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_progress_shows_a_dash_before_the_first_validation(write_sweep, tmp_path):
+    from ablate.sweep.progress import sweep_eta, trial_lines
+    from ablate.sweep.state import Attempt, TrialView
+
+    sweep = load_sweep(write_sweep(rows=[{"name": "a"}, {"name": "b", "overrides": ["model.n_heads=4"]}]))
+    run_dir = Path(sweep.trials[0].run_dir)
+    run_dir.mkdir(parents=True)
+    (run_dir / "progress.json").write_text('{"step": 2, "max_steps": 6, "val/ppl": NaN, "elapsed_s": 20, "eta_s": 40}')
+    running = TrialView.of(sweep.trials[0], [Attempt(0, 1, "RUNNING", {"ablate_id": sweep.trials[0].trial_id})])
+    lines = trial_lines([running, TrialView.of(sweep.trials[1])])
+    assert lines[0].ppl is None
+    from ablate.sweep.progress import _ppl
+
+    assert _ppl(lines[0]) == "-" and _ppl(lines[1]) == ""
+    assert sweep_eta(lines) == pytest.approx(40 + 60)  # the running one's ETA + one more at its span
+
+
+def test_piped_progress_prints_the_tally_and_eta_regularly(write_sweep, capsys, monkeypatch):
+    from ablate.sweep.progress import ProgressView
+    from ablate.sweep.state import TrialView
+
+    sweep = load_sweep(write_sweep())
+    view = ProgressView(sweep, live=False)
+    view.every_s = 0.0
+    view.update([TrialView.of(sweep.trials[0])])
+    out = capsys.readouterr().out
+    assert "t: 0 done, 0 running, 1 waiting, 0 failed" in out and "ETA ?" in out
+
+
+def test_wandb_unreachable_falls_back_to_offline_fast(write_sweep, capsys, monkeypatch):
+    from ablate.sweep.wandb_net import resolve_modes
+
+    monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
+    monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")  # discard port: nothing listens
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    t0 = time.monotonic()
+    line = resolve_modes(["auto", None], "s.yaml", "ablate sync s.yaml")
+    assert time.monotonic() - t0 < 5
+    assert os.environ["WANDB_MODE"] == "offline"
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and line in err and "127.0.0.1:9 unreachable" in err and "ablate sync s.yaml" in err
+    with pytest.raises(Exception, match="W&B mode online, but 127.0.0.1:9 is unreachable"):
+        resolve_modes(["online"], "s.yaml", "ablate sync s.yaml")
+    monkeypatch.delenv("WANDB_API_KEY")
+    monkeypatch.delenv("WANDB_MODE")
+    assert resolve_modes(["auto"], "s.yaml", "x") is None  # no key: offline anyway, no probe
+
+
+def test_the_summary_run_is_quiet_logged_once_per_result_and_synced(write_sweep, capfd, monkeypatch, tmp_path):
+    from ablate.report.commands import load_table
+    from ablate.report.wandb_summary import log_summary
+    from ablate.sweep.commands import _offline_runs
+
+    for var, sub in (("WANDB_DIR", "wd"), ("WANDB_CACHE_DIR", "wc"), ("WANDB_CONFIG_DIR", "wcfg")):
+        monkeypatch.setenv(var, str(tmp_path / sub))
+    monkeypatch.delenv("WANDB_SILENT", raising=False)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    sweep = load_sweep(write_sweep(wandb={"mode": "offline"}))
+    table = load_table(sweep)
+    capfd.readouterr()
+    first = log_summary(sweep, table, None)
+    out, err = capfd.readouterr()
+    assert "wandb:" not in out + err  # W&B's banner lines
+    assert first.endswith(f"(offline; upload it and the trials' runs with `ablate sync {sweep.path}`)")
+    runs = _offline_runs(sweep)
+    assert len(runs) == 1 and first.startswith(str(runs[0].parent.parent))  # `ablate sync` uploads it
+    again = log_summary(sweep, table, None)
+    assert again.startswith("results unchanged since the last one") and len(_offline_runs(sweep)) == 1
