@@ -8,11 +8,13 @@ total sum by the total count, never average per-batch means (batches hold differ
 
 :func:`linear_label_smoothed_loss` is the same loss fused with the pre-softmax projection, for training:
 it takes the decoder's hidden states at the real (non-pad) target positions only, and projects, softmaxes
-and differentiates them a chunk of rows at a time, so the [N, V] logits never exist whole. Per chunk,
+and differentiates them a chunk of rows at a time, so no [B*T, V] logits, log-probabilities or gradient
+tensors beyond one chunk exist. Per chunk,
 ``loss = lse(z) - (1 - eps) z_y - eps mean(z)`` and ``dloss/dz = softmax(z) - (1 - eps) onehot(y) - eps/V``:
-the gradient is formed in the forward pass while the chunk is hot in cache (as Liger-Kernel's fused linear
-cross-entropy does), which replaces the several full passes over [B*T, V] tensors of the unfused
-log-softmax / smoothing / backward (measured on CPU: benchmarks/bench_vs_plain.py).
+the gradient is formed in the forward pass, in place of the logits (as Liger-Kernel's fused linear
+cross-entropy does), which replaces the several passes over [B*T, V] tensors of the unfused
+log-softmax / smoothing / backward (measured on CPU with benchmarks/bench_vs_plain.py; chunks of 128-1024
+rows were slower than one chunk on this 2-core CPU, so the default chunk only bounds memory).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-CHUNK_ROWS = 512  # rows of logits formed at a time (512 x V=8000 fp32 = 16 MB; measured best on CPU)
+CHUNK_ROWS = (
+    8192  # rows of logits formed at a time: caps memory on large batches; smaller chunks measured slower on CPU
+)
 
 
 def label_smoothed_loss(logits: Tensor, target: Tensor, eps: float, pad_id: int) -> tuple[Tensor, Tensor]:

@@ -17,9 +17,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration]  # trains 8 tiny models
 
 @pytest.fixture(scope="session")
 def real_sweeps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """name -> sweep file, each sweep built (trained) the first time a test asks for it."""
     folder = tmp_path_factory.mktemp("real-sweeps")
-    cache = folder / "cache"
-    return {"learned": build(folder, "learned", 150, cache), "untrained": build(folder, "untrained", 2, cache)}
+    steps = {"learned": 150, "untrained": 2}
+
+    class Built(dict):
+        def __missing__(self, name: str) -> Path:
+            self[name] = build(folder, name, steps[name], folder / "cache")
+            return self[name]
+
+    return Built()
 
 
 def test_learned_sweep_prints_intervals_p_values_and_marks(real_sweeps: dict[str, Path], capsys) -> None:

@@ -65,7 +65,7 @@ def test_a_rerun_counts_the_live_workers_of_a_killed_controller(write_sweep):
     path = write_sweep(
         rows=ROWS,
         launcher={"name": "local", "slots": 2, "poll_s": 0.2},
-        overrides=["train.max_steps=32"],
+        overrides=["train.max_steps=120"],  # 30 s: the rerun starts (imports torch) long before they end
         fake={"*": {"step_s": 0.25}},
     )
     dirs = [t.run_dir for t in load_sweep(path).trials]
