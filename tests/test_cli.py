@@ -60,3 +60,27 @@ def test_missing_config_file_is_reported(capsys: pytest.CaptureFixture[str], tmp
     err = capsys.readouterr().err
     assert rc == 2
     assert "nope.yaml" in err and "no such config file" in err
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("data.args.n_trian=100", "data.args.n_trian: not an option of the builtin corpus; did you mean n_train?"),
+        ("model.max_positions=16", "model.max_positions"),
+    ],
+)
+def test_config_mistakes_are_one_line_errors_at_dry_run(
+    override: str, expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 10: a corpus option typo and max_positions below max_len fail at --dry-run, not in every trial."""
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(
+        f"name: s\nexperiment: {ROOT / 'experiments' / 'mini.yaml'}\nstore: sqlite\n"
+        f"overrides: [data.corpus=builtin, data.max_len=128, {override}]\n"
+        "rows:\n  - {name: base, group: base, paper: base}\n",
+        encoding="utf-8",
+    )
+    assert main(["sweep", str(sweep), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err and expected in err, err
+    assert not (tmp_path / ".ablate").exists()  # nothing stored
