@@ -165,7 +165,9 @@ def _bleu_delta_interval(
     k = base_stats.shape[1]
     bl = np.array([metric._compute_score_from_stats(s).score for s in summed[:, :k]])
     sy = np.array([metric._compute_score_from_stats(s).score for s in summed[:, k:]])
-    if not math.isclose(float(sy.mean()), sys_mean, rel_tol=1e-9, abs_tol=1e-9):
+    # sacreBLEU sums the statistics in float32 and scores in float64: agreement to ~1e-9 relative is not
+    # guaranteed (3.58619966382 vs 3.58619966021 seen); a different resampling differs by far more.
+    if not math.isclose(float(sy.mean()), sys_mean, rel_tol=1e-6, abs_tol=1e-6):
         raise RuntimeError(
             f"sacreBLEU's bootstrap resamples differ from ours (mean system BLEU {sys_mean} vs "
             f"{sy.mean()}): its sampling changed; update ablate.eval.significance"

@@ -191,7 +191,10 @@ def _bleu_boot(pairs: list[tuple[Any, Any]], dev: DevData, cache: BootCache, n_r
 
 
 def _attach(ev: Evidence, pairs: list[tuple[Any, Any]] | str, compute: Any) -> None:
-    result = compute(pairs) if isinstance(pairs, list) else pairs
+    try:
+        result = compute(pairs) if isinstance(pairs, list) else pairs
+    except (ValueError, RuntimeError) as exc:  # a statistic that cannot be computed never costs the table
+        result = f"bootstrap failed: {exc}"
     if isinstance(result, Comparison):
         ev.boot = result
     else:
