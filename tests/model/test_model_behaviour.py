@@ -9,22 +9,8 @@ from typing import Any
 import pytest
 import torch
 
-from ablate.config import model_section
-from ablate.model import PositionalEncoding, build_model
-from ablate.model.transformer import Transformer
-
-VOCAB = 32
-PAD = 0
-
-
-def _model(cfg: dict[str, Any], seed: int = 0) -> Transformer:
-    torch.manual_seed(seed)
-    return build_model(model_section(cfg), vocab_size=VOCAB, pad_id=PAD)
-
-
-def _tokens(b: int, t: int, seed: int) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(4, VOCAB, (b, t), generator=g)
+from ablate.model import PositionalEncoding
+from ablate.model.contract import VOCAB, _model, _tokens
 
 
 @pytest.mark.parametrize(
