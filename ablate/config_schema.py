@@ -103,6 +103,7 @@ class LoggingConfig:
     group: str | None = None  # W&B group (a sweep sets it to the sweep name)
     name: str | None = None  # run name (a sweep sets it to the row name)
     tags: list[str] = field(default_factory=list)  # W&B tags (a sweep adds the row's group)
+    job_type: str | None = None  # W&B job type (a search sweep: search, or final for a best config's re-runs)
     wandb: str = "auto"  # auto (online if WANDB_API_KEY is set, else offline) | online | offline | disabled
     output_dir: str = "runs"  # parent directory of run directories
     progress_bar: bool = True  # show a progress bar during training

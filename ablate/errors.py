@@ -11,3 +11,11 @@ class AblateError(Exception):
 
 class ConfigError(AblateError, ValueError):
     """A configuration is invalid; the message is one line: what, where, what to do."""
+
+
+class Pruned(Exception):
+    """A search trial stopped early by its row's Optuna pruner (a result, not a failure)."""
+
+    def __init__(self, step: int, value: float, metric: str) -> None:
+        super().__init__(f"pruned at step {step} ({metric} {value:.4g})")
+        self.step, self.value, self.metric = step, value, metric

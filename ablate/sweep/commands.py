@@ -32,6 +32,10 @@ def _note(opened: OpenSweep) -> None:
 
 
 def print_dry_run(sweep: Sweep, as_json: bool) -> int:
+    if sweep.search is not None:
+        from ablate.sweep.search_plan import print_search_plan
+
+        return print_search_plan(sweep, as_json)
     if not as_json:  # the count first, at once: estimating a large sweep takes a while
         print(
             f"sweep {sweep.name} ({sweep.path}): {len(sweep.trials)} trials, {len(sweep.rows)} rows, "
@@ -122,7 +126,12 @@ def sweep(
         raise SweepError(problem)
     if detach and spec.launcher["name"] != "slurm":
         raise SweepError(f"{spec.path}: --detach needs launcher slurm (trials of a local sweep live in this process)")
-    modes = [t.config.get("logging", {}).get("wandb") for t in spec.trials] + [spec.wandb.get("mode")]
+    if detach and spec.search is not None:
+        raise SweepError(
+            f"{spec.path}: --detach: a search samples each next trial from the results so far, so it needs its "
+            "controller; run `ablate sweep` without --detach (e.g. inside a small CPU job of the cluster)"
+        )
+    modes = [t.config.get("logging", {}).get("wandb") for t in spec.shapes] + [spec.wandb.get("mode")]
     resolve_modes(modes, str(spec.path), f"ablate sync {spec.path}")
     from ablate.sweep.launch import LAUNCHERS
 
@@ -136,12 +145,20 @@ def sweep(
             f"follow with `ablate status {spec.path}`"
         )
         return SweepRun(0, spec, finished=False)
-    tally = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "failed", "waiting", "running"))
-    print(f"sweep {spec.name}: {tally} in {time.time() - t0:.0f} s")
+    return _ended(launcher.sweep, opened, counts, time.time() - t0)
+
+
+def _ended(spec: Sweep, opened: OpenSweep, counts: Mapping[str, int], seconds: float) -> SweepRun:
+    """The controller's last lines: the tally and each failure; code 0 when every trial finished."""
+    shown = ("done", "pruned", "failed", "waiting", "running") if spec.search else ("done", "failed", "waiting")
+    shown += ("running",) if not spec.search else ()
+    tally = ", ".join(f"{counts.get(s, 0)} {s}" for s in shown)
+    print(f"sweep {spec.name}: {tally} in {seconds:.0f} s")
     for v in opened.store.trial_states(spec):
         if v.state == "failed":
             print(f"  failed: {v.row} seed {v.seed}: {v.failure}")
-    return SweepRun(0 if counts.get("done", 0) == len(spec.trials) else 1, spec, finished=True)
+    finished = counts.get("done", 0) + counts.get("pruned", 0) == len(spec.trials)
+    return SweepRun(0 if finished else 1, spec, finished=True)
 
 
 def _print_status_lines(spec: Sweep, trials: Sequence[TrialView]) -> None:
@@ -172,7 +189,7 @@ def status(path: str | Path) -> int:
         return 0
     by_trial = store.by_trial()
     trials = store.trial_states(spec)
-    stray = set(by_trial) - {t.trial_id for t in spec.trials}
+    stray = set(by_trial) - {v.trial_id for v in trials}
     if stray:  # rows removed or configs changed since they ran; kept in the store, not shown
         print(
             f"note: the store also holds {len(stray)} trial(s) no longer in {spec.path.name} "
@@ -189,8 +206,13 @@ def status(path: str | Path) -> int:
         from rich.console import Console
 
         Console().print(render_table(trial_lines(trials), title(spec.name, trials)))
-        return 0
-    _print_status_lines(spec, trials)
+    else:
+        _print_status_lines(spec, trials)
+    if spec.search is not None:
+        from ablate.sweep.search_plan import search_status_lines
+
+        for line in search_status_lines(spec, trials):
+            print(line)
     return 0
 
 

@@ -30,6 +30,8 @@ class TrialLine:
     elapsed_s: float | None
     eta_s: float | None
     failure: str | None
+    trial_id: str = ""
+    name: str = ""  # what a line calls the trial: the row, plus "#n" for a search trial or "best" for its re-run
 
 
 def trial_line(v: TrialView) -> TrialLine:
@@ -50,7 +52,16 @@ def trial_line(v: TrialView) -> TrialLine:
         elapsed_s=metrics.get("wall_time_s", prog.get("elapsed_s")),
         eta_s=prog.get("eta_s") if v.state == "running" else None,
         failure=v.failure,
+        trial_id=v.trial_id,
+        name=_name(v),
     )
+
+
+def _name(v: TrialView) -> str:
+    search = v.trial.search
+    if not search:
+        return v.row
+    return f"{v.row} #{search.get('number', '?')}" if search.get("phase") == "search" else f"{v.row} best"
 
 
 def trial_lines(trials: Sequence[TrialView]) -> list[TrialLine]:
@@ -59,7 +70,7 @@ def trial_lines(trials: Sequence[TrialView]) -> list[TrialLine]:
 
 def title(name: str, trials: Sequence[TrialView]) -> str:
     """``"t: 2 done, 0 running, 0 waiting, 1 failed"``."""
-    return f"{name}: " + ", ".join(f"{v} {k}" for k, v in count(trials).items())
+    return f"{name}: " + ", ".join(f"{v} {k}" for k, v in count(trials).items() if v or k != "pruned")
 
 
 def sweep_eta(lines: Sequence[TrialLine]) -> float | None:
@@ -98,7 +109,7 @@ def _step(line: TrialLine) -> str:
 def render_table(lines: list[TrialLine], title: str) -> Any:
     from rich.table import Table
 
-    colors = {"done": "green", "running": "cyan", "waiting": "dim", "failed": "red"}
+    colors = {"done": "green", "pruned": "yellow", "running": "cyan", "waiting": "dim", "failed": "red"}
     table = Table(title=title, title_justify="left")
     for col in ("row", "seed", "state", "step", "val/ppl", "elapsed", "ETA"):
         table.add_column(col, justify="left" if col in ("row", "state") else "right")
@@ -107,7 +118,7 @@ def render_table(lines: list[TrialLine], title: str) -> Any:
         if ln.failure:
             state += f": {ln.failure[:60]}"
         table.add_row(
-            ln.row,
+            ln.name or ln.row,
             str(ln.seed),
             f"[{colors[ln.state]}]{state}[/]",
             _step(ln),
@@ -128,7 +139,7 @@ class ProgressView:
         self.sweep = sweep
         self.live_mode = sys.stdout.isatty() if live is None else live
         self._live: Any = None
-        self._seen: dict[tuple[str, int], str] = {}
+        self._seen: dict[Any, str] = {}
         self._t0 = time.time()
         self._printed = self._t0
 
@@ -141,7 +152,7 @@ class ProgressView:
     def _heading(self, trials: Sequence[TrialView], lines: Sequence[TrialLine]) -> str:
         """``"t: 2 done, 1 running, 3 waiting, 0 failed - 4:10, ETA 12:30"``."""
         eta = sweep_eta(lines)
-        done = all(ln.state in ("done", "failed") for ln in lines)
+        done = all(ln.state in ("done", "failed", "pruned") for ln in lines)
         tail = "" if done else f", ETA {_dur(eta) if eta is not None else '?'}"
         return f"{title(self.sweep.name, trials)} - {_dur(time.time() - self._t0)}{tail}"
 
@@ -158,12 +169,14 @@ class ProgressView:
                 self._live.update(render_table(lines, heading))
             return
         for ln in lines:
-            key = (ln.row, ln.seed)
+            key = ln.trial_id or (ln.row, ln.seed)
             if self._seen.get(key) != ln.state:
                 if key in self._seen or ln.state != "waiting":
-                    extra = f" val/ppl {ln.ppl:.2f}" if ln.state == "done" and ln.ppl is not None else ""
+                    shown = ln.state in ("done", "pruned") and ln.ppl is not None
+                    extra = f" val/ppl {ln.ppl:.2f}" if shown else ""
                     extra += f": {ln.failure}" if ln.failure else ""
-                    self._print(f"[{_dur(time.time() - self._t0)}] {ln.row} seed {ln.seed}: {ln.state}{extra}")
+                    name = ln.name or ln.row
+                    self._print(f"[{_dur(time.time() - self._t0)}] {name} seed {ln.seed}: {ln.state}{extra}")
                 self._seen[key] = ln.state
         if time.time() - self._printed >= self.every_s:  # piped output: never silent for long
             self._print(f"[{_dur(time.time() - self._t0)}] {heading}")

@@ -21,32 +21,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ablate.config import ConfigError, load_config, read_yaml, to_dict
+from ablate.config import ConfigError, load_config, to_dict
 from ablate.config_schema import hash_view
 from ablate.sweep.errors import SweepError
-from ablate.sweep.expand import as_layer, check_keys, check_row, dotlist, expand_row, merge
-
-# Top-level keys of a sweep file, each with what it holds (used in "unknown key" hints and docs).
-SWEEP_KEYS = {
-    "name": "study name in the store (default: the file's stem)",
-    "description": "free text",
-    "experiment": "experiment file, relative to the sweep file",
-    "overrides": "dotlist or mapping applied to every row",
-    "seeds": "every row runs once per seed (train.seed)",
-    "store": "sqlite (file beside the sweep file) | journal:PATH | any SQLAlchemy URL",
-    "runs": "parent directory of the run directories, relative to the sweep file (default: runs)",
-    "launcher": "{name: local|slurm, ...}",
-    "wandb": "{project, entity, mode}",
-    "imports": "user modules that register variants, imported before validation",
-    "max_retries": "retries of a crashed trial within one `ablate sweep`",
-    "heartbeat": "{interval_s, grace_s}: a RUNNING trial silent for grace_s is reaped",
-    "cost": "{flops_per_second, mfu}: throughput assumption of --dry-run",
-    "rows": "the rows of the table",
-}
-WANDB_KEYS = ("project", "entity", "mode")
-WANDB_MODES = ("auto", "online", "offline", "disabled")
-HEARTBEAT_KEYS = ("interval_s", "grace_s")
-COST_KEYS = ("flops_per_second", "mfu")
+from ablate.sweep.expand import as_layer, check_row, dotlist, expand_row, merge, set_dotted
+from ablate.sweep.search_spec import SearchSpec, read_search
+from ablate.sweep.spec_checks import (
+    check_launcher,
+    check_numbers,
+    check_seeds,
+    check_store,
+    check_top,
+    read_file,
+)
 
 # Parts of a resolved config that cannot change a trial's result (and so stay out of its id).
 _ID_EXCLUDED = ("logging", "data.cache_dir", "data.num_workers", "data.root")
@@ -66,6 +53,7 @@ class Trial:
     config: dict[str, Any]  # fully resolved (to_dict), logging filled in for the sweep
     run_dir: str  # absolute, deterministic: <runs>/<sweep>/<row>-s<seed>-<id8>
     resources: dict[str, Any] = field(default_factory=dict)  # per-row launcher resources (SLURM)
+    search: dict[str, Any] = field(default_factory=dict)  # a search trial: {phase, params, number} (else {})
 
 
 @dataclass(frozen=True)
@@ -86,6 +74,7 @@ class SweepFile:
     seeds: tuple[int, ...]
     layer: dict[str, Any]  # the file's `overrides:` as a nested mapping
     rows: tuple[Mapping[str, Any], ...]
+    search: SearchSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -105,10 +94,21 @@ class Sweep:
     runs_root: Path
     trials: tuple[Trial, ...]
     overrides: tuple[str, ...] = ()  # command-line overrides applied to every trial (recorded in the store)
+    # A search sweep (``search:``): its trials are sampled while it runs (ablate.sweep.search); until
+    # then ``trials`` holds those sampled so far and ``templates`` one unsampled trial per row (the
+    # row's config at the first seed: validation, cost bounds, launcher checks).
+    search: SearchSpec | None = None
+    templates: tuple[Trial, ...] = ()
+    source: SweepFile | None = None
 
     @property
     def rows(self) -> list[str]:
-        return list(dict.fromkeys(t.row for t in self.trials))
+        return list(dict.fromkeys(t.row for t in (self.templates or self.trials)))
+
+    @property
+    def shapes(self) -> tuple[Trial, ...]:
+        """Trials that stand for the sweep's configs: its trials, or a search sweep's row templates."""
+        return self.trials + self.templates
 
 
 # ----------------------------------------------------------------------------------------------
@@ -138,19 +138,6 @@ def resolve_sweep_path(name: str | Path) -> Path:
     raise SweepError(f"{name}: no such sweep file (looked at {where}); give a path to a sweep YAML")
 
 
-# ----------------------------------------------------------------------------------------------
-# Small checks shared with the launchers
-# ----------------------------------------------------------------------------------------------
-
-
-def _mapping(where: str, data: Mapping[str, Any], key: str, valid: Sequence[str]) -> dict[str, Any]:
-    value = data.get(key) or {}
-    if not isinstance(value, Mapping):
-        raise SweepError(f"{where}: {key} must be a mapping with keys {', '.join(valid)}")
-    check_keys(f"{where}: {key}", value, valid)
-    return dict(value)
-
-
 def trial_id(config: Mapping[str, Any]) -> str:
     """16 hex digits of SHA-256 over the parts of a resolved config that change the result."""
     cfg = hash_view(json.loads(json.dumps(config)))  # a deep copy of plain data, ids kept across renames
@@ -169,124 +156,36 @@ def _safe(name: str) -> str:
     return keep.strip("._") or "row"
 
 
-# ----------------------------------------------------------------------------------------------
-# The file's own keys
-# ----------------------------------------------------------------------------------------------
-
-
-def _read(file: Path) -> dict[str, Any]:
-    try:
-        return read_yaml(file)
-    except ConfigError as exc:
-        import yaml
-
-        try:
-            top = yaml.safe_load(file.read_text(encoding="utf-8"))
-        except (yaml.YAMLError, OSError, UnicodeDecodeError):
-            top = None
-        if isinstance(top, list):
-            raise SweepError(
-                f"{file}: the top level of a sweep file must be a mapping (name:, experiment:, rows:); "
-                "a list of rows goes under `rows:`"
-            ) from None
-        raise SweepError(str(exc)) from None
-
-
-def _check_seeds(where: str, seeds: Any) -> tuple[int, ...]:
-    if (
-        not isinstance(seeds, list)
-        or not seeds
-        or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)
-    ):
-        raise SweepError(f"{where}: seeds must be a non-empty list of integers, got {seeds!r}")
-    if len(set(seeds)) != len(seeds):
-        raise SweepError(f"{where}: seeds lists a seed twice: {seeds}")
-    return tuple(seeds)
-
-
-def _check_store(where: str, store: Any) -> str:
-    """The store's syntax; whether an SQLAlchemy URL names a known database is checked by the store."""
-    store = str(store)
-    if store.startswith("journal:") and not store[len("journal:") :]:
-        raise SweepError(f"{where}: store: journal: needs a path, e.g. journal:sweeps.journal")
-    if store != "sqlite" and not store.startswith("journal:") and "://" not in store:
-        raise SweepError(
-            f"{where}: store {store!r}: use sqlite, journal:PATH or an SQLAlchemy URL like postgresql://..."
-        )
-    return store
-
-
-def _check_numbers(where: str, data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """(wandb, heartbeat, cost) mappings, checked."""
-    wandb = _mapping(where, data, "wandb", WANDB_KEYS)
-    if wandb.get("mode", "auto") not in WANDB_MODES:
-        raise SweepError(f"{where}: wandb.mode must be auto, online, offline or disabled, got {wandb['mode']!r}")
-    heartbeat = {"interval_s": 10.0, "grace_s": 120.0, **_mapping(where, data, "heartbeat", HEARTBEAT_KEYS)}
-    cost = _mapping(where, data, "cost", COST_KEYS)
-    for key, value in {**heartbeat, **cost}.items():
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-            raise SweepError(f"{where}: {key} must be a positive number, got {value!r}")
-    if heartbeat["grace_s"] <= heartbeat["interval_s"]:
-        raise SweepError(f"{where}: heartbeat.grace_s must exceed heartbeat.interval_s")
-    return wandb, heartbeat, cost
-
-
-def _check_launcher(where: str, launcher: Any) -> dict[str, Any]:
-    if isinstance(launcher, str):
-        launcher = {"name": launcher}
-    if not isinstance(launcher, Mapping):
-        raise SweepError(f"{where}: launcher must be a name or {{name: local|slurm, ...}}, got {launcher!r}")
-    return {**launcher, "name": str(launcher.get("name", "local"))}
-
-
-def _check_top(where: str, data: Mapping[str, Any]) -> tuple[str, int, tuple[str, ...]]:
-    """(name, max_retries, imports)."""
-    check_keys(where, data, list(SWEEP_KEYS))
-    for required in ("experiment", "rows"):
-        if required not in data:
-            raise SweepError(f"{where}: missing key {required!r} ({SWEEP_KEYS[required]})")
-    name = data.get("name")
-    if name is not None and not isinstance(name, str):
-        raise SweepError(f"{where}: name must be a string, got {name!r} (quote it)")
-    if name is not None and (not name or "/" in name):
-        raise SweepError(f"{where}: name {name!r} must be a non-empty name without '/'")
-    max_retries = data.get("max_retries", 2)
-    if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
-        raise SweepError(f"{where}: max_retries must be an integer >= 0, got {max_retries!r}")
-    imports = data.get("imports") or []
-    if not isinstance(imports, list) or not all(isinstance(m, str) for m in imports):
-        raise SweepError(f"{where}: imports must be a list of module names, got {imports!r}")
-    return name or "", max_retries, tuple(imports)
-
-
 def read_sweep_file(path: str | Path) -> SweepFile:
     """Parse a sweep file and check its own keys (rows are checked by :func:`expand`)."""
     file = resolve_sweep_path(path)
-    data = _read(file)
+    data = read_file(file)
     where = str(file)
-    name, max_retries, imports = _check_top(where, data)
+    name, max_retries, imports = check_top(where, data)
     experiment = (file.parent / str(data["experiment"])).resolve()
     if not experiment.is_file():
         raise SweepError(f"{where}: experiment: no such file {experiment} (paths are relative to the sweep file)")
-    wandb, heartbeat, cost = _check_numbers(where, data)
-    rows = data["rows"]
+    wandb, heartbeat, cost = check_numbers(where, data)
+    search = read_search(where, data["search"]) if data.get("search") is not None else None
+    rows = data["rows"] if "rows" in data or search is None else [{"name": "search"}]
     if not isinstance(rows, list) or not rows:
         raise SweepError(f"{where}: rows must be a non-empty list of {{name, group, overrides}}")
     return SweepFile(
         path=file,
         name=name or file.stem,
         experiment=experiment,
-        store=_check_store(where, data.get("store", "sqlite")),
-        launcher=_check_launcher(where, data.get("launcher", {"name": "local"})),
+        store=check_store(where, data.get("store", "sqlite")),
+        launcher=check_launcher(where, data.get("launcher", {"name": "local"})),
         wandb=wandb,
         imports=imports,
         max_retries=max_retries,
         heartbeat=heartbeat,
         cost=cost,
         runs_root=(file.parent / str(data.get("runs", "runs"))).resolve(),
-        seeds=_check_seeds(where, data.get("seeds", [1])),
+        seeds=check_seeds(where, data.get("seeds", [1])),
         layer=as_layer(f"{where}: overrides", data.get("overrides")),
         rows=tuple(rows),
+        search=search,
     )
 
 
@@ -296,7 +195,8 @@ def read_sweep_file(path: str | Path) -> SweepFile:
 
 
 def _make_trial(sf: SweepFile, row: Mapping[str, Any], label: str, paper: str | None, layer: dict[str, Any],
-                cli: Sequence[str], seed: int, order: int) -> Trial:  # fmt: skip
+                cli: Sequence[str], seed: int, order: int,
+                search: Mapping[str, Any] | None = None) -> Trial:  # fmt: skip
     group = str(row.get("group", ""))
     layers: list[tuple[str, Any]] = []
     if sf.layer:
@@ -307,6 +207,8 @@ def _make_trial(sf: SweepFile, row: Mapping[str, Any], label: str, paper: str | 
         layers.append(("command line", list(cli)))
     layers.append((f"{sf.path}: seeds", {"train": {"seed": seed}}))
     logging: dict[str, Any] = {"group": sf.name, "name": label, "tags": [t for t in (group,) if t]}
+    if search:
+        logging["job_type"] = str(search.get("phase", "search"))
     for key, target in (("project", "project"), ("entity", "entity"), ("mode", "wandb")):
         if sf.wandb.get(key):
             logging[target] = sf.wandb[key]
@@ -329,15 +231,15 @@ def _make_trial(sf: SweepFile, row: Mapping[str, Any], label: str, paper: str | 
         config=config,
         run_dir=str(run_dir),
         resources=dict(row.get("resources") or {}),
+        search=dict(search or {}),
     )
 
 
-def expand(sf: SweepFile, overrides: Sequence[str] = ()) -> Sweep:
-    """Every trial of a checked sweep file; ``overrides`` (dotlist) apply to every trial."""
+def _rows(sf: SweepFile) -> list[tuple[Mapping[str, Any], str, str | None, dict[str, Any]]]:
+    """(row, label, paper, layer) of every expanded row, names checked to be unique."""
     where = str(sf.path)
-    trials: list[Trial] = []
+    out = []
     seen_rows: dict[str, int] = {}
-    seen_ids: dict[str, str] = {}
     for index, row in enumerate(sf.rows):
         rwhere = check_row(where, index, row)
         row_layer = as_layer(f"{rwhere}: overrides", row.get("overrides"))
@@ -348,25 +250,70 @@ def expand(sf: SweepFile, overrides: Sequence[str] = ()) -> Sweep:
                     "names must be unique"
                 )
             seen_rows[label] = index + 1
-            for seed in sf.seeds:
-                t = _make_trial(sf, row, label, paper, merge(row_layer, exp_layer), overrides, seed, len(trials))
-                if t.trial_id in seen_ids:
-                    raise SweepError(
-                        f"{where}: row {label!r} (seed {seed}) resolves to the same config as row "
-                        f"{seen_ids[t.trial_id]!r}; remove one of them or make their overrides differ"
-                    )
-                seen_ids[t.trial_id] = label
-                trials.append(t)
+            out.append((row, label, paper, merge(row_layer, exp_layer)))
+    return out
+
+
+SEARCH_ORDER = 100_000  # a sampled trial's display order: row position * SEARCH_ORDER + its number
+
+
+def sample_trial(sweep: Sweep, row: str, params: Mapping[str, Any], seed: int, search: Mapping[str, Any]) -> Trial:
+    """The trial of a search sweep's ``row`` at ``seed`` with sampled ``params`` (dotted key -> value)."""
+    assert sweep.source is not None, "sample_trial needs a search sweep"
+    for i, (r, label, paper, layer) in enumerate(_rows(sweep.source)):
+        if label == row:
+            sampled: dict[str, Any] = {}
+            for key, value in params.items():
+                set_dotted(sampled, key, value, f"{sweep.path}: search")
+            order = i * SEARCH_ORDER + int(search.get("number", 0)) + 1
+            layer = merge(layer, sampled)
+            return _make_trial(sweep.source, r, label, paper, layer, sweep.overrides, seed, order, search)
+    raise SweepError(f"{sweep.path}: search: no row {row!r} in the sweep file (renamed since the search began?)")
+
+
+def _search_templates(sf: SweepFile, overrides: Sequence[str]) -> tuple[Trial, ...]:
+    """One unsampled trial per row; every bound and choice of every param is resolved once (first row)."""
+    assert sf.search is not None
+    templates = []
+    for i, (row, label, paper, layer) in enumerate(_rows(sf)):
+        templates.append(_make_trial(sf, row, label, paper, layer, overrides, sf.seeds[0], i * SEARCH_ORDER))
+        if i:
+            continue
+        for p in sf.search.params:
+            for value in p.bounds():
+                probe: dict[str, Any] = {}
+                set_dotted(probe, p.key, value, f"{sf.path}: search.params.{p.key}")
+                try:
+                    _make_trial(sf, row, label, paper, merge(layer, probe), overrides, sf.seeds[0], 0)
+                except SweepError as exc:
+                    raise SweepError(f"{sf.path}: search.params.{p.key} = {value!r}: {exc}") from None
+    return tuple(templates)
+
+
+def expand(sf: SweepFile, overrides: Sequence[str] = ()) -> Sweep:
+    """Every trial of a checked sweep file; ``overrides`` (dotlist) apply to every trial.
+
+    A search sweep has no trials yet: its row templates are built instead (see :class:`Sweep`)."""
+    where = str(sf.path)
     header = {k: getattr(sf, k) for k in ("path", "name", "experiment", "store", "launcher", "wandb", "imports")}
-    return Sweep(
-        **header,
-        max_retries=sf.max_retries,
-        heartbeat=sf.heartbeat,
-        cost=sf.cost,
-        runs_root=sf.runs_root,
-        trials=tuple(trials),
-        overrides=tuple(overrides),
-    )
+    common = dict(max_retries=sf.max_retries, heartbeat=sf.heartbeat, cost=sf.cost, runs_root=sf.runs_root)
+    if sf.search is not None:
+        templates = _search_templates(sf, overrides)
+        return Sweep(**header, **common, trials=(), overrides=tuple(overrides), search=sf.search,
+                     templates=templates, source=sf)  # fmt: skip
+    trials: list[Trial] = []
+    seen_ids: dict[str, str] = {}
+    for row, label, paper, layer in _rows(sf):
+        for seed in sf.seeds:
+            t = _make_trial(sf, row, label, paper, layer, overrides, seed, len(trials))
+            if t.trial_id in seen_ids:
+                raise SweepError(
+                    f"{where}: row {label!r} (seed {seed}) resolves to the same config as row "
+                    f"{seen_ids[t.trial_id]!r}; remove one of them or make their overrides differ"
+                )
+            seen_ids[t.trial_id] = label
+            trials.append(t)
+    return Sweep(**header, **common, trials=tuple(trials), overrides=tuple(overrides))
 
 
 def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> Sweep:

@@ -18,7 +18,7 @@ from typing import Any
 from ablate.rundir import read_progress
 from ablate.sweep.spec import Sweep, Trial
 
-STATES = ("done", "running", "waiting", "failed")
+STATES = ("done", "pruned", "running", "waiting", "failed")  # pruned: a search trial stopped early (final)
 
 # Failure kinds. Diverged trials are final (rerunning the same seed diverges again); cancelled ones
 # wait for the next `ablate sweep`; the rest are retried up to max_retries within a run.
@@ -89,7 +89,7 @@ def decide(attempts: Sequence[Attempt]) -> tuple[str, Attempt | None]:
         if a.state == "COMPLETE":
             return "done", a
     last = attempts[-1]
-    return {"RUNNING": "running", "WAITING": "waiting"}.get(last.state, "failed"), last
+    return {"RUNNING": "running", "WAITING": "waiting", "PRUNED": "pruned"}.get(last.state, "failed"), last
 
 
 @dataclass
@@ -98,7 +98,7 @@ class TrialView:
 
     trial: Trial
     attempts: tuple[Attempt, ...]  # oldest first (retries and requeues resume the same run dir)
-    state: str  # done | running | waiting | failed
+    state: str  # done | pruned | running | waiting | failed
     deciding: Attempt | None  # the completed attempt, else the newest (None: not in the store yet)
 
     @classmethod
@@ -151,9 +151,10 @@ class TrialView:
 
     @property
     def metrics(self) -> dict[str, Any]:
-        """The trainer's final metrics (val/ppl, val/bleu, test/*, params, ...) once done, else {}."""
+        """The trainer's final metrics (val/ppl, val/bleu, test/*, params, ...) once done, else {}
+        (a pruned search trial: the metric and step it was pruned at)."""
         metrics = self.attrs.get("metrics")
-        return dict(metrics) if self.state == "done" and isinstance(metrics, Mapping) else {}
+        return dict(metrics) if self.state in ("done", "pruned") and isinstance(metrics, Mapping) else {}
 
     @property
     def failure(self) -> str | None:

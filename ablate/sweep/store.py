@@ -185,8 +185,15 @@ class SweepStore:
         return out
 
     def trial_states(self, sweep: Sweep) -> list[TrialView]:
-        """Every trial of the sweep file with its state (read-only: no store yet = all waiting)."""
-        return views(sweep, self.by_trial() if self.exists() else {})
+        """Every trial of the sweep file with its state (read-only: no store yet = all waiting).
+
+        A search sweep's trials are those sampled so far (:func:`ablate.sweep.search.materialize`)."""
+        by_trial = self.by_trial() if self.exists() else {}
+        if sweep.search is not None:
+            from ablate.sweep.search import materialize
+
+            sweep = materialize(sweep, by_trial)
+        return views(sweep, by_trial)
 
     def study_attrs(self) -> dict[str, Any]:
         return dict(self.storage.get_study_user_attrs(self._study_id))
@@ -210,6 +217,12 @@ class SweepStore:
         self._storage.set_study_user_attr(self._study_id, "imports", list(sweep.imports))
         self._storage.set_study_user_attr(self._study_id, "import_path", str(sweep.path.parent))
         self._storage.set_study_user_attr(self._study_id, "heartbeat", dict(sweep.heartbeat))
+        if sweep.search is not None:  # what a search trial's worker needs to prune (ablate.sweep.pruning)
+            spec = sweep.search
+            self._storage.set_study_user_attr(self._study_id, "search", {
+                "metric": spec.metric, "direction": spec.direction, "pruner": spec.pruner,
+                "pruner_options": dict(spec.pruner_options), "n_trials": spec.n_trials,
+            })  # fmt: skip
         created = []
         with self.lock():
             have = set(self.by_trial())
@@ -218,6 +231,10 @@ class SweepStore:
                     self._create(_trial_attrs(t), attempt=0)
                     created.append(t)
         return created
+
+    def create_trial(self, t: Trial) -> None:
+        """Enqueue one trial (a sampled search trial; the caller holds the lock and checked it is new)."""
+        self._create(_trial_attrs(t), attempt=0)
 
     def _create(self, attrs: Mapping[str, Any], attempt: int) -> None:
         import optuna
@@ -302,6 +319,17 @@ class SweepStore:
         values = [float(ppl)] if isinstance(ppl, (int, float)) and math.isfinite(ppl) else None
         self.storage.set_trial_state_values(storage_id, TrialState.COMPLETE, values=values)
 
+    def prune(self, storage_id: int, metrics: Mapping[str, Any]) -> None:
+        """Mark an attempt PRUNED (stopped early by its row's pruner: a result, never retried)."""
+        from optuna.exceptions import UpdateFinishedTrialError
+        from optuna.trial import TrialState
+
+        try:
+            self.storage.set_trial_user_attr(storage_id, "metrics", dict(metrics))
+            self.storage.set_trial_state_values(storage_id, TrialState.PRUNED)
+        except UpdateFinishedTrialError:
+            pass
+
     def fail(self, storage_id: int, reason: str, kind: str) -> None:
         """Mark an attempt FAIL with a one-line reason (no-op when it already finished)."""
         from optuna.exceptions import UpdateFinishedTrialError
@@ -339,7 +367,9 @@ class SweepStore:
         return reaped
 
 
-_IDENTITY_ATTRS = ("ablate_id", "row", "group", "paper", "seed", "order", "overrides", "config", "run_dir", "wandb_id")
+_IDENTITY_ATTRS = (
+    "ablate_id", "row", "group", "paper", "seed", "order", "overrides", "config", "run_dir", "wandb_id", "search",
+)  # fmt: skip
 
 
 def _trial_attrs(t: Trial) -> dict[str, Any]:
@@ -355,4 +385,5 @@ def _trial_attrs(t: Trial) -> dict[str, Any]:
         "run_dir": t.run_dir,
         # W&B run ids allow [a-z0-9]; the trial id keeps every retry and requeue in one W&B run.
         "wandb_id": t.trial_id,
+        **({"search": dict(t.search)} if t.search else {}),
     }

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ablate.errors import AblateError
+from ablate.errors import AblateError, Pruned
 from ablate.sweep.plugins import import_plugins
 from ablate.sweep.store import SweepStore
 from ablate.train import preempt
@@ -112,11 +112,17 @@ def run_trial(
         cfg = _stored_config(store, attrs)
         fn = trial_fn or load_trial_fn()  # after the claim: importing the trainer takes seconds
         metrics = fn(
-            cfg, str(run_dir), resume=True, trainer_kwargs=trainer_kwargs or None, wandb_id=attrs.get("wandb_id")
-        )
+            cfg, str(run_dir), resume=True, trainer_kwargs=_with_pruning(store, attrs, trainer_kwargs),
+            wandb_id=attrs.get("wandb_id"),
+        )  # fmt: skip
         beat.stopped.set()
         store.finish(storage_id, {**dict(metrics or {}), "run_dir": str(run_dir), "attempt": attempt.attempt})
         return "COMPLETE"
+    except Pruned as exc:  # a search trial its row's pruner stopped: a result, never retried
+        beat.stopped.set()
+        store.prune(storage_id, {exc.metric: exc.value, "step": exc.step, "pruned_at": exc.step,
+                                 "run_dir": str(run_dir), "attempt": attempt.attempt})  # fmt: skip
+        return "PRUNED"
     except Preempted as exc:  # a SLURM stop signal: last.ckpt written; keep the claim for the requeued job
         beat.stopped.set()
         _keep_for_requeue(store, storage_id, str(exc))
@@ -130,6 +136,20 @@ def run_trial(
         return _record_failure(store, storage_id, run_dir, exc)
     finally:
         beat.stopped.set()
+
+
+def _with_pruning(store: SweepStore, attrs: dict[str, Any], kwargs: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Trainer keywords plus the pruning callback of a search trial (``callbacks`` are added to ours)."""
+    if not isinstance(attrs.get("search"), dict):
+        return kwargs or None
+    from ablate.sweep.pruning import pruning_callbacks
+
+    extra = pruning_callbacks(store, attrs)
+    if not extra:
+        return kwargs or None
+    out = dict(kwargs or {})
+    out["callbacks"] = [*out.get("callbacks", []), *extra]
+    return out
 
 
 def _record_failure(store: SweepStore, storage_id: int, run_dir: Path, exc: BaseException) -> str:
@@ -169,7 +189,7 @@ def _run_rank(store: SweepStore, storage_id: int, trainer_kwargs: dict[str, Any]
     cfg = _stored_config(store, attrs)
     try:
         fn(cfg, attrs["run_dir"], resume=True, trainer_kwargs=trainer_kwargs or None, wandb_id=attrs.get("wandb_id"))
-    except Preempted:
+    except (Preempted, Pruned):
         return "PREEMPTED"
     return "RANK"
 
@@ -189,7 +209,7 @@ def main(argv: list[str] | None = None, trial_fn: TrialFn | None = None) -> int:
     signal.signal(signal.SIGTERM, _on_term)
     state = run_trial(args.url, args.study, args.trial, args.token, trial_fn=trial_fn)
     print(json.dumps({"trial": args.trial, "state": state}))
-    return 0 if state in ("COMPLETE", "SKIPPED") else 1
+    return 0 if state in ("COMPLETE", "SKIPPED", "PRUNED") else 1
 
 
 if __name__ == "__main__":

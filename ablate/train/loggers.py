@@ -81,6 +81,7 @@ def build_loggers(cfg: DictConfig, run_dir: Path, run_id: str, resume_step: int 
                 project=lg.project,
                 entity=lg.entity,
                 group=lg.group,
+                job_type=lg.get("job_type"),
                 name=lg.name or run_dir.name,
                 tags=list(lg.tags),
                 id=run_id,

@@ -18,6 +18,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from ablate.config import save_config, to_dict
+from ablate.errors import Pruned
 from ablate.eval.evaluate import evaluate_run
 from ablate.rundir import RunDir, RunDirError
 from ablate.train.identity import check_resumable, make_run_dir, wandb_run_id
@@ -132,6 +133,9 @@ def train(
     except Preempted:
         status = "preempted"  # last.ckpt holds this step; the requeued job resumes into the same W&B run
         raise
+    except Pruned:
+        status = "pruned"  # a search's pruner stopped it: a result (W&B run finished cleanly)
+        raise
     finally:
         if trainer.is_global_zero:
             _write_final_progress(rd, monitor.last, metrics, status, time.monotonic() - t0)
@@ -181,7 +185,9 @@ def _finish_wandb(trainer: Any, status: str) -> None:
     for logger in getattr(trainer, "loggers", []):
         if type(logger).__name__ == "WandbLogger" and getattr(logger, "_experiment", None) is not None:
             if status != "preempted":
-                logger.experiment.finish(exit_code=0 if status == "done" else 1)
+                if status == "pruned":
+                    logger.experiment.summary["pruned"] = True
+                logger.experiment.finish(exit_code=0 if status in ("done", "pruned") else 1)
                 continue
             try:  # SLURM's SIGTERM reaches W&B's service process too: it may be gone already
                 logger.experiment.mark_preempting()

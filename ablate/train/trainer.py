@@ -92,7 +92,8 @@ def build_trainer(
     overrides: dict[str, Any] | None = None,
 ) -> tuple[pl.Trainer, RunMonitor]:
     """The Trainer of ``cfg.train`` / ``cfg.trainer`` writing into ``rd`` (``overrides``: Trainer keywords
-    that replace ours, e.g. a SLURM environment plugin), and its :class:`RunMonitor`."""
+    that replace ours, e.g. a SLURM environment plugin; ``callbacks`` among them are added to ours), and
+    its :class:`RunMonitor`."""
     t, tr = cfg.train, cfg.trainer
     callbacks, monitor = build_callbacks(cfg, rd, prepared)
     kwargs: dict[str, Any] = dict(
@@ -119,5 +120,7 @@ def build_trainer(
         enable_progress_bar=False,
         enable_model_summary=False,
     )
-    kwargs.update(overrides or {})
+    extra = dict(overrides or {})
+    kwargs["callbacks"] = callbacks + list(extra.pop("callbacks", []))  # added to ours (e.g. a search's pruner)
+    kwargs.update(extra)
     return pl.Trainer(**kwargs), monitor

@@ -70,6 +70,10 @@ class Launcher:
         """Whether work this controller started is still in flight."""
         return False
 
+    def capacity(self) -> int:
+        """How many trials this launcher runs at once (a search samples no further ahead than that)."""
+        return 4
+
     def shutdown(self) -> None:
         """Ctrl-C: stop or detach from what was started, leaving every trial resumable."""
 
@@ -101,21 +105,33 @@ class Launcher:
         """
         order = {t.trial_id: t.order for t in self.sweep.trials}
         cost = self._costs()
+        order.update({a.ablate_id: 0 for a in self.active() if a.ablate_id not in order})
         out = [a for a in self.active() if a.state == "WAITING"]
         return sorted(out, key=lambda a: (-cost.get(a.ablate_id, 0.0), order[a.ablate_id], a.attempt))
 
     def _costs(self) -> dict[str, float]:
-        if self._cost_cache is None:
-            from ablate.sweep.cost import estimate  # imports torch (not Lightning): once per controller
+        from ablate.sweep.cost import estimate  # imports torch (not Lightning): once per controller
 
-            self._cost_cache = {t.trial_id: float(estimate(self.sweep, t)["flops"]) for t in self.sweep.trials}
+        if self._cost_cache is None:
+            self._cost_cache = {}
+        for t in self.sweep.trials:  # a search adds trials as it samples them
+            if t.trial_id not in self._cost_cache:
+                self._cost_cache[t.trial_id] = float(estimate(self.sweep, t)["flops"])
         return self._cost_cache
 
     def run(self, detach: bool = False, view: ProgressView | None = None) -> dict[str, int]:
         """Drive the sweep to the end (or, detached, until everything is submitted)."""
         created = self.store.sync(self.sweep)
         view = view or ProgressView(self.sweep)
-        view.note(f"store {self.store.url}: {len(created)} new trial(s), {len(self.sweep.trials)} in the sweep")
+        if self.sweep.search is not None:
+            from ablate.sweep.search import Searcher
+
+            self.searcher = Searcher(self.sweep, self.store)
+            s = self.sweep.search
+            view.note(f"store {self.store.url}: search of {len(self.sweep.rows)} row(s), {s.n_trials} trials each "
+                      f"({s.sampler} sampler, {s.pruner} pruner, {s.metric} {s.direction})")  # fmt: skip
+        else:
+            view.note(f"store {self.store.url}: {len(created)} new trial(s), {len(self.sweep.trials)} in the sweep")
         self.retry_failed(first=True)
         stop = _StopOnCtrlC()
         try:
@@ -129,6 +145,18 @@ class Launcher:
         view.close()
         return count(self.trials())
 
+    searcher: Any = None  # a search sweep's Searcher (ablate.sweep.search), set by run()
+
+    def _sample(self, view: ProgressView) -> bool:
+        """A search: tell results and sample new trials into free room; whether more may come."""
+        if self.searcher is None:
+            return False
+        room = self.capacity() - len(self.active())
+        for line in self.searcher.step(room):
+            view.note(line)
+        self.sweep = self.searcher.sweep
+        return bool(self.searcher.more)
+
     def _loop(self, detach: bool, view: ProgressView, stop: _StopOnCtrlC) -> None:
         while True:
             stop.check()
@@ -138,11 +166,12 @@ class Launcher:
                 view.note(f"reaped {a.attrs.get('row')} seed {a.attrs.get('seed')}: {a.attrs.get('failure')}")
             self.retry_failed(first=False)
             stop.check()  # not after a Ctrl-C that came while reaping: nothing new may start then
+            more = self._sample(view)
             self.start(self.waiting())
             trials = self.trials()
             view.update(trials)
             active = any(a.state in ("WAITING", "RUNNING") for v in trials for a in v.attempts)
-            if detach or (not active and not self.busy()):
+            if detach or (not active and not self.busy() and not more):
                 return
             time.sleep(self.poll_s)
 

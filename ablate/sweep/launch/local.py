@@ -78,7 +78,7 @@ class LocalLauncher(Launcher):
         super().__init__(*args, **kwargs)
         if worker_command is not None:
             self.worker_command = tuple(worker_command)
-        self.gpu = any(_uses_gpu(t.config) for t in self.sweep.trials)
+        self.gpu = any(_uses_gpu(t.config) for t in self.sweep.shapes)
         self.slots = int(self.cfg.get("slots") or _device_count(self.gpu))
         self.per_trial = int(self.cfg.get("devices_per_trial", 1))
         if self.per_trial > self.slots:
@@ -93,6 +93,9 @@ class LocalLauncher(Launcher):
 
     def busy(self) -> bool:
         return bool(self.children)
+
+    def capacity(self) -> int:
+        return max(1, self.slots // self.per_trial)
 
     def alive(self, attempt: Attempt) -> bool | None:
         child = self.children.get(attempt.storage_id)

@@ -287,5 +287,9 @@ class SlurmLauncher(Launcher):
     def busy(self) -> bool:
         return False
 
+    def capacity(self) -> int:
+        """A search keeps as many trials queued as the array may run at once (array_parallelism, else 4)."""
+        return int(self.cfg.get("array_parallelism") or 4)
+
     def shutdown(self) -> None:
         """Ctrl-C detaches: the jobs keep running on the cluster; `ablate status` follows them."""

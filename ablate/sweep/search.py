@@ -1,0 +1,317 @@
+"""Search mode at run time: one Optuna study per row samples that row's trials into the sweep's store.
+
+Why one study per row (named ``<sweep>:<row>``) and not one study with the row as an attribute:
+Optuna's samplers and pruners compare the trials of one study. In one shared study TPE would model
+h=1 from base's results and the median pruner would stop an h=1 trial because base's curves are
+lower at that step; per-row studies keep every comparison inside the row, and optuna-dashboard
+lists each row as its own study with its parameters.
+
+The trials themselves stay ablate trials in the sweep's own study (:mod:`ablate.sweep.store`), so
+claims, heartbeats, reaping, retries, SLURM requeue and ``status`` work as for a grid. The link is
+the row-study trial's ``ablate_id`` user attribute and the ablate trial's ``search`` attribute
+``{phase, study, number, trial_id, params}``.
+
+:meth:`Searcher.step` runs under the store's lock, so several controllers (or a controller and
+a rerun) agree: it first *tells* each row study the results the store holds (done -> COMPLETE with
+the metric, pruned -> PRUNED, diverged -> FAIL), then *asks* new configurations while a row has
+fewer than ``n_trials`` trials and the launcher has room. A sampled config whose trial id the
+store already holds is not trained again: the row-study trial is linked to that trial and told
+its result. A row whose search is over re-runs its best configuration at the sweep's other
+``seeds:`` (phase ``final``); the table reports each row at that configuration.
+Each ask is seeded from ``search.seed``, the row and the row's trial count, so a restarted
+controller does not draw the same first configurations again.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ablate.sweep.errors import SweepError
+from ablate.sweep.search_spec import SearchSpec
+from ablate.sweep.spec import Sweep, Trial, sample_trial
+from ablate.sweep.state import FINAL_KINDS, Attempt, TrialView, decide
+
+SEARCH_ATTR = "search"
+
+
+def study_name(sweep_name: str, row: str) -> str:
+    return f"{sweep_name}:{row}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Optuna objects from a SearchSpec
+# ----------------------------------------------------------------------------------------------
+
+
+def distributions(spec: SearchSpec) -> dict[str, Any]:
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    out: dict[str, Any] = {}
+    for p in spec.params:
+        if p.choices is not None:
+            out[p.key] = CategoricalDistribution(list(p.choices))
+        elif p.is_int:
+            out[p.key] = IntDistribution(int(p.low), int(p.high), log=p.log, step=int(p.step or 1))  # type: ignore[arg-type]
+        else:
+            out[p.key] = FloatDistribution(float(p.low), float(p.high), log=p.log, step=p.step)  # type: ignore[arg-type]
+    return out
+
+
+def make_sampler(spec: SearchSpec, seed: int) -> Any:
+    import optuna
+
+    opts = dict(spec.sampler_options)
+    if spec.sampler == "grid":
+        space = {p.key: p.grid_values() for p in spec.params}
+        return optuna.samplers.GridSampler(space, seed=seed)
+    cls = {
+        "tpe": optuna.samplers.TPESampler,
+        "random": optuna.samplers.RandomSampler,
+        "cmaes": optuna.samplers.CmaEsSampler,
+        "qmc": optuna.samplers.QMCSampler,
+    }[spec.sampler]
+    return cls(seed=seed, **opts)
+
+
+def make_pruner(name: str, options: Mapping[str, Any]) -> Any:
+    import optuna
+
+    cls = {
+        "none": optuna.pruners.NopPruner,
+        "median": optuna.pruners.MedianPruner,
+        "hyperband": optuna.pruners.HyperbandPruner,
+        "successive_halving": optuna.pruners.SuccessiveHalvingPruner,
+    }[name]
+    return cls(**dict(options))
+
+
+def clean_value(value: Any) -> Any:
+    """A sampled value as a config value: floats rounded to 12 significant digits (0.30000000000000004)."""
+    if isinstance(value, float):
+        return float(f"{value:.12g}")
+    return value
+
+
+# ----------------------------------------------------------------------------------------------
+# The store's sampled trials as Trials
+# ----------------------------------------------------------------------------------------------
+
+
+def materialize(sweep: Sweep, by_trial: Mapping[str, Sequence[Attempt]]) -> Sweep:
+    """The search sweep with every trial its store holds (sampled, in row order) as ``trials``."""
+    if sweep.search is None:
+        return sweep
+    templates = {t.row: t for t in sweep.templates}
+    trials: dict[str, Trial] = {}
+    for aid, attempts in by_trial.items():
+        a = attempts[0].attrs
+        if not isinstance(a.get(SEARCH_ATTR), Mapping) or a.get("row") not in templates:
+            continue
+        tmpl = templates[a["row"]]
+        trials[aid] = Trial(
+            trial_id=aid,
+            row=tmpl.row,
+            group=tmpl.group,
+            paper=tmpl.paper,
+            seed=int(a.get("seed", tmpl.seed)),
+            order=int(a.get("order", tmpl.order)),
+            overrides=tuple(a.get("overrides") or ()),
+            config=dict(a.get("config") or tmpl.config),
+            run_dir=str(a.get("run_dir") or tmpl.run_dir),
+            resources=dict(tmpl.resources),
+            search=dict(a[SEARCH_ATTR]),
+        )
+    ordered = sorted(trials.values(), key=lambda t: (t.order, t.seed, t.trial_id))
+    return replace(sweep, trials=tuple(ordered))
+
+
+# ----------------------------------------------------------------------------------------------
+# Asking and telling
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RowSearch:
+    """What a row's study holds: trials asked, finished (told) and in flight."""
+
+    row: str
+    asked: int
+    in_flight: int
+    best: Any  # FrozenTrial or None
+
+
+class Searcher:
+    """Drives the row studies of one search sweep (see the module doc)."""
+
+    def __init__(self, sweep: Sweep, store: Any) -> None:
+        assert sweep.search is not None
+        self.sweep, self.store, self.spec = sweep, store, sweep.search
+        self.more = True  # whether a later step may still add trials
+
+    def _study(self, row: str, sampler: Any = None) -> Any:
+        import optuna
+
+        name = study_name(self.sweep.name, row)
+        storage = self.store.storage
+        try:
+            storage.get_study_id_from_name(name)
+        except KeyError:
+            study = optuna.create_study(study_name=name, storage=storage, direction=self.spec.direction)
+            for key, value in (("sweep", self.sweep.name), ("row", row), ("metric", self.spec.metric)):
+                study.set_user_attr(key, value)
+            study.set_user_attr("params", [p.describe() for p in self.spec.params])
+        study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
+        if study.direction.name.lower() != self.spec.direction:
+            raise SweepError(
+                f"{self.sweep.path}: search.direction is {self.spec.direction} but the store's study {name!r} "
+                f"was made to {study.direction.name.lower()}; give the sweep another name: to start a new search"
+            )
+        return study
+
+    def step(self, room: int) -> list[str]:
+        """Tell finished results, then ask up to ``room`` new trials; returns notes for the user."""
+        notes: list[str] = []
+        self.store._open(create=True)  # noqa: SLF001 - the sweep's own study must exist first
+        with self.store.lock():
+            by_trial = self.store.by_trial()
+            rows = [self._tell(t.row, by_trial) for t in self.sweep.templates]
+            self.more = False
+            for r in rows:
+                if r.asked >= self.spec.n_trials and r.in_flight == 0:
+                    notes += self._finals(r, by_trial)
+            while room > 0:
+                open_rows = [r for r in rows if r.asked < self.spec.n_trials and self._row_room(r)]
+                if not open_rows:
+                    break
+                r = min(open_rows, key=lambda r: r.asked)  # round robin: the row with the fewest trials
+                created = self._ask(r, by_trial)
+                r.asked += 1
+                r.in_flight += 1
+                room -= int(created)
+            self.more = any(r.asked < self.spec.n_trials for r in rows)
+            self.sweep = materialize(self.sweep, self.store.by_trial())
+        return notes
+
+    def _row_room(self, r: RowSearch) -> bool:
+        return self.spec.parallel is None or r.in_flight < self.spec.parallel
+
+    def _tell(self, row: str, by_trial: Mapping[str, Sequence[Attempt]]) -> RowSearch:
+        from optuna.trial import TrialState
+
+        study = self._study(row)
+        trials = study.get_trials(deepcopy=False)
+        in_flight = 0
+        for ft in trials:
+            if ft.state != TrialState.RUNNING:
+                continue
+            state, deciding = decide(by_trial.get(str(ft.user_attrs.get("ablate_id")), ()))
+            if state == "done" and deciding is not None:
+                value = (deciding.attrs.get("metrics") or {}).get(self.spec.metric)
+                if isinstance(value, (int, float)) and math.isfinite(value):
+                    study.tell(ft.number, float(value), skip_if_finished=True)
+                else:
+                    study.tell(ft.number, state=TrialState.FAIL, skip_if_finished=True)
+            elif state == "pruned":
+                study.tell(ft.number, state=TrialState.PRUNED, skip_if_finished=True)
+            elif state == "failed" and deciding is not None and deciding.kind in FINAL_KINDS:
+                study.tell(ft.number, state=TrialState.FAIL, skip_if_finished=True)
+            elif state in ("running", "waiting"):
+                in_flight += 1
+        done = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
+        best = (min if self.spec.direction == "minimize" else max)(done, key=lambda t: t.value) if done else None
+        return RowSearch(row, len(trials), in_flight, best)
+
+    def _seed(self, row: str, count: int) -> int:
+        return (self.spec.seed * 1_000_003 + zlib.crc32(row.encode()) + count) % 2**31
+
+    def _ask(self, r: RowSearch, by_trial: Mapping[str, Sequence[Attempt]]) -> bool:
+        """Sample one configuration of row ``r``; True when it made a new trial to train."""
+        study = self._study(r.row, make_sampler(self.spec, self._seed(r.row, r.asked)))
+        trial = study.ask(distributions(self.spec))
+        params = {k: clean_value(v) for k, v in trial.params.items()}
+        info = {"phase": "search", "study": study.study_name, "number": trial.number,
+                "trial_id": trial._trial_id, "params": params}  # fmt: skip  # noqa: SLF001
+        t = sample_trial(self.sweep, r.row, params, self.sweep.templates[0].seed, info)
+        trial.set_user_attr("ablate_id", t.trial_id)
+        trial.set_user_attr("run_dir", t.run_dir)
+        if t.trial_id in by_trial:  # the sampler proposed a configuration the store already holds
+            trial.set_user_attr("same_as", t.trial_id)
+            return False
+        self.store.create_trial(t)
+        return True
+
+    def _finals(self, r: RowSearch, by_trial: Mapping[str, Sequence[Attempt]]) -> list[str]:
+        """The row's best configuration at the sweep's other seeds (created once)."""
+        seeds = self.sweep.source.seeds[1:] if self.sweep.source is not None else ()
+        if r.best is None or not seeds:
+            return []
+        params = {k: clean_value(v) for k, v in r.best.params.items()}
+        made = 0
+        for seed in seeds:
+            info = {"phase": "final", "params": params, "best_of": r.best.number}
+            t = sample_trial(self.sweep, r.row, params, seed, info)
+            if t.trial_id not in by_trial:
+                self.store.create_trial(t)
+                made += 1
+        return [f"{r.row}: search done; best #{r.best.number} re-runs at seeds {list(seeds)}"] if made else []
+
+
+# ----------------------------------------------------------------------------------------------
+# Reading a search: each row at its best configuration
+# ----------------------------------------------------------------------------------------------
+
+
+def _value(v: TrialView, metric: str) -> float | None:
+    value = v.metrics.get(metric)
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+@dataclass
+class RowBest:
+    row: str
+    trials: int  # search trials of the row (not the final re-runs)
+    done: int
+    pruned: int
+    running: int
+    failed: int
+    best_value: float | None
+    best_params: dict[str, Any]
+    best_id: str | None
+
+
+def best_per_row(spec: SearchSpec, views: Sequence[TrialView]) -> dict[str, RowBest]:
+    """Per row: counts of its search trials and its best one (by the search metric and direction)."""
+    out: dict[str, RowBest] = {}
+    for v in views:
+        if v.trial.search.get("phase") != "search":
+            continue
+        rb = out.setdefault(v.row, RowBest(v.row, 0, 0, 0, 0, 0, None, {}, None))
+        rb.trials += 1
+        key = {"done": "done", "pruned": "pruned", "running": "running", "waiting": "running"}.get(v.state, "failed")
+        setattr(rb, key, getattr(rb, key) + 1)
+        value = _value(v, spec.metric) if v.state == "done" else None
+        if value is None:
+            continue
+        lower = spec.direction == "minimize"
+        if rb.best_value is None or (value < rb.best_value if lower else value > rb.best_value):
+            rb.best_value, rb.best_params, rb.best_id = value, dict(v.trial.search.get("params") or {}), v.trial_id
+    return out
+
+
+def tuned_views(spec: SearchSpec, views: Sequence[TrialView]) -> list[TrialView]:
+    """Each row at its best configuration: the best search trial and its re-runs at other seeds."""
+    best = best_per_row(spec, views)
+    out = []
+    for v in views:
+        rb = best.get(v.row)
+        if rb is None or rb.best_id is None:
+            continue
+        if v.trial_id == rb.best_id or (
+            v.trial.search.get("phase") == "final" and v.trial.search.get("params") == rb.best_params
+        ):
+            out.append(v)
+    return out

@@ -1,0 +1,120 @@
+"""What a search sweep shows before and while it runs: the dry-run plan and the `ablate status` lines.
+
+The cost bound of a search is ``n_trials`` x the row's cost (its own config, at the first seed) plus
+its best configuration re-run at the other seeds. Pruning can only lower it; the expected saving is
+an assumption, printed as one: half of the trials after the pruner's start-up trials stop at half
+of their steps (a median pruner's textbook behaviour on curves that do not cross).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ablate.sweep.cost import estimate
+from ablate.sweep.search_spec import SearchSpec
+from ablate.sweep.spec import Sweep
+from ablate.sweep.state import TrialView
+
+PRUNED_SHARE, PRUNED_AT = 0.5, 0.5  # the assumption behind the expected saving (see the module doc)
+
+
+def pruning_saving(spec: SearchSpec) -> float:
+    """The expected share of the search's cost that pruning saves, under the stated assumption."""
+    if spec.pruner == "none":
+        return 0.0
+    startup = int(spec.pruner_options.get("n_startup_trials", 5 if spec.pruner == "median" else 0))
+    prunable = max(0, spec.n_trials - startup) / spec.n_trials
+    return prunable * PRUNED_SHARE * (1 - PRUNED_AT)
+
+
+def search_plan(sweep: Sweep) -> dict[str, Any]:
+    spec = sweep.search
+    assert spec is not None
+    seeds = sweep.source.seeds if sweep.source is not None else (sweep.templates[0].seed,)
+    rows = []
+    for t in sweep.templates:
+        e = estimate(sweep, t)
+        runs = spec.n_trials + len(seeds) - 1
+        rows.append({**e, "trials": spec.n_trials, "final_seeds": list(seeds[1:]),
+                     "bound_device_hours": e["device_hours"] * runs, "bound_flops": e["flops"] * runs})  # fmt: skip
+    saving = pruning_saving(spec)
+    bound = sum(r["bound_device_hours"] for r in rows)
+    return {
+        "sweep": sweep.name,
+        "file": str(sweep.path),
+        "launcher": sweep.launcher["name"],
+        "store": sweep.store,
+        "search": {
+            "metric": spec.metric,
+            "direction": spec.direction,
+            "n_trials": spec.n_trials,
+            "sampler": spec.sampler,
+            "pruner": spec.pruner,
+            "params": [p.describe() for p in spec.params],
+            "search_seed": seeds[0],
+            "final_seeds": list(seeds[1:]),
+        },
+        "rows": rows,
+        "total": {
+            "bound_device_hours": bound,
+            "bound_flops": sum(r["bound_flops"] for r in rows),
+            "expected_pruning_saving": saving,
+            "expected_device_hours": bound * (1 - saving),
+        },
+    }
+
+
+def print_search_plan(sweep: Sweep, as_json: bool) -> int:
+    plan = search_plan(sweep)
+    if as_json:
+        print(json.dumps(plan, indent=2))
+        return 0
+    s, total = plan["search"], plan["total"]
+    print(f"search {sweep.name} ({sweep.path}): {len(plan['rows'])} row(s) x {s['n_trials']} trials, "
+          f"launcher {sweep.launcher['name']}")  # fmt: skip
+    finals = f"; best re-run at seeds {s['final_seeds']}" if s["final_seeds"] else ""
+    print(f"  {s['metric']} ({s['direction']}), {s['sampler']} sampler, {s['pruner']} pruner, "
+          f"search at seed {s['search_seed']}{finals}")  # fmt: skip
+    for p in s["params"]:
+        print(f"  {p}")
+    width = max(len(r["row"]) for r in plan["rows"])
+    print(f"{'row':<{width}}  {'params':>8}  {'dev-h/trial':>11}  {'runs':>4}  {'bound dev-h':>11}  overrides")
+    for r in plan["rows"]:
+        runs = r["trials"] + len(r["final_seeds"])
+        print(f"{r['row']:<{width}}  {r['params'] / 1e6:>7.1f}M  {r['device_hours']:>11.3g}  {runs:>4}  "
+              f"{r['bound_device_hours']:>11.3g}  {' '.join(r['overrides'])}")  # fmt: skip
+    print(f"bound: {total['bound_flops']:.3g} FLOPs, {total['bound_device_hours']:.3g} device-hours (every trial to "
+          "the end, at each row's own config)")  # fmt: skip
+    if total["expected_pruning_saving"]:
+        print(f"expected with pruning: {total['expected_device_hours']:.3g} device-hours "
+              f"(-{total['expected_pruning_saving']:.0%}; assumption: {PRUNED_SHARE:.0%} of the trials after the "
+              f"pruner's start-up trials stop at {PRUNED_AT:.0%} of their steps)")  # fmt: skip
+    return 0
+
+
+def search_status_lines(sweep: Sweep, trials: Sequence[TrialView]) -> list[str]:
+    """Per row: search trials done / pruned / running / failed of n_trials, and the best so far."""
+    from ablate.sweep.search import best_per_row
+
+    spec = sweep.search
+    assert spec is not None
+    best = best_per_row(spec, trials)
+    lines = [f"search: {spec.metric} ({spec.direction}), {spec.n_trials} trials per row"]
+    width = max([len(r) for r in sweep.rows] + [3])
+    for row in sweep.rows:
+        b = best.get(row)
+        if b is None:
+            lines.append(f"  {row:<{width}}  0/{spec.n_trials} sampled")
+            continue
+        counts = f"{b.done} done, {b.pruned} pruned, {b.running} running" + (f", {b.failed} failed" if b.failed else "")
+        shown = (
+            "best -"
+            if b.best_value is None
+            else f"best {b.best_value:.4g} at " + ", ".join(f"{k}={v}" for k, v in b.best_params.items())
+        )
+        finals = [v for v in trials if v.row == row and v.trial.search.get("phase") == "final"]
+        tail = f"; best re-run: {sum(v.state == 'done' for v in finals)}/{len(finals)} done" if finals else ""
+        lines.append(f"  {row:<{width}}  {b.trials}/{spec.n_trials} sampled ({counts}); {shown}{tail}")
+    return lines

@@ -1,0 +1,140 @@
+"""The checks of a sweep file's own top-level keys (name, store, seeds, wandb, heartbeat, cost, launcher). Pure.
+
+Each raises one :class:`SweepError` line naming the file, the key and the fix. Used by
+:func:`ablate.sweep.spec.read_sweep_file`; the rows are checked by :mod:`ablate.sweep.expand`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ablate.config import ConfigError, read_yaml
+from ablate.sweep.errors import SweepError
+from ablate.sweep.expand import check_keys
+
+# Top-level keys of a sweep file, each with what it holds (used in "unknown key" hints and docs).
+SWEEP_KEYS = {
+    "name": "study name in the store (default: the file's stem)",
+    "description": "free text",
+    "experiment": "experiment file, relative to the sweep file",
+    "overrides": "dotlist or mapping applied to every row",
+    "seeds": "every row runs once per seed (train.seed)",
+    "store": "sqlite (file beside the sweep file) | journal:PATH | any SQLAlchemy URL",
+    "runs": "parent directory of the run directories, relative to the sweep file (default: runs)",
+    "launcher": "{name: local|slurm, ...}",
+    "wandb": "{project, entity, mode}",
+    "imports": "user modules that register variants, imported before validation",
+    "max_retries": "retries of a crashed trial within one `ablate sweep`",
+    "heartbeat": "{interval_s, grace_s}: a RUNNING trial silent for grace_s is reaped",
+    "cost": "{flops_per_second, mfu}: throughput assumption of --dry-run",
+    "rows": "the rows of the table (optional with search:, which then tunes the experiment as one row)",
+    "search": "{metric, direction, n_trials, sampler, pruner, params}: tune each row (ablate.sweep.search_spec)",
+}
+WANDB_KEYS = ("project", "entity", "mode")
+WANDB_MODES = ("auto", "online", "offline", "disabled")
+HEARTBEAT_KEYS = ("interval_s", "grace_s")
+COST_KEYS = ("flops_per_second", "mfu")
+
+# ----------------------------------------------------------------------------------------------
+# Small checks shared with the launchers
+# ----------------------------------------------------------------------------------------------
+
+
+def _mapping(where: str, data: Mapping[str, Any], key: str, valid: Sequence[str]) -> dict[str, Any]:
+    value = data.get(key) or {}
+    if not isinstance(value, Mapping):
+        raise SweepError(f"{where}: {key} must be a mapping with keys {', '.join(valid)}")
+    check_keys(f"{where}: {key}", value, valid)
+    return dict(value)
+
+
+# ----------------------------------------------------------------------------------------------
+# The file's own keys
+# ----------------------------------------------------------------------------------------------
+
+
+def read_file(file: Path) -> dict[str, Any]:
+    try:
+        return read_yaml(file)
+    except ConfigError as exc:
+        import yaml
+
+        try:
+            top = yaml.safe_load(file.read_text(encoding="utf-8"))
+        except (yaml.YAMLError, OSError, UnicodeDecodeError):
+            top = None
+        if isinstance(top, list):
+            raise SweepError(
+                f"{file}: the top level of a sweep file must be a mapping (name:, experiment:, rows:); "
+                "a list of rows goes under `rows:`"
+            ) from None
+        raise SweepError(str(exc)) from None
+
+
+def check_seeds(where: str, seeds: Any) -> tuple[int, ...]:
+    if (
+        not isinstance(seeds, list)
+        or not seeds
+        or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)
+    ):
+        raise SweepError(f"{where}: seeds must be a non-empty list of integers, got {seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise SweepError(f"{where}: seeds lists a seed twice: {seeds}")
+    return tuple(seeds)
+
+
+def check_store(where: str, store: Any) -> str:
+    """The store's syntax; whether an SQLAlchemy URL names a known database is checked by the store."""
+    store = str(store)
+    if store.startswith("journal:") and not store[len("journal:") :]:
+        raise SweepError(f"{where}: store: journal: needs a path, e.g. journal:sweeps.journal")
+    if store != "sqlite" and not store.startswith("journal:") and "://" not in store:
+        raise SweepError(
+            f"{where}: store {store!r}: use sqlite, journal:PATH or an SQLAlchemy URL like postgresql://..."
+        )
+    return store
+
+
+def check_numbers(where: str, data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(wandb, heartbeat, cost) mappings, checked."""
+    wandb = _mapping(where, data, "wandb", WANDB_KEYS)
+    if wandb.get("mode", "auto") not in WANDB_MODES:
+        raise SweepError(f"{where}: wandb.mode must be auto, online, offline or disabled, got {wandb['mode']!r}")
+    heartbeat = {"interval_s": 10.0, "grace_s": 120.0, **_mapping(where, data, "heartbeat", HEARTBEAT_KEYS)}
+    cost = _mapping(where, data, "cost", COST_KEYS)
+    for key, value in {**heartbeat, **cost}.items():
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+            raise SweepError(f"{where}: {key} must be a positive number, got {value!r}")
+    if heartbeat["grace_s"] <= heartbeat["interval_s"]:
+        raise SweepError(f"{where}: heartbeat.grace_s must exceed heartbeat.interval_s")
+    return wandb, heartbeat, cost
+
+
+def check_launcher(where: str, launcher: Any) -> dict[str, Any]:
+    if isinstance(launcher, str):
+        launcher = {"name": launcher}
+    if not isinstance(launcher, Mapping):
+        raise SweepError(f"{where}: launcher must be a name or {{name: local|slurm, ...}}, got {launcher!r}")
+    return {**launcher, "name": str(launcher.get("name", "local"))}
+
+
+def check_top(where: str, data: Mapping[str, Any]) -> tuple[str, int, tuple[str, ...]]:
+    """(name, max_retries, imports)."""
+    check_keys(where, data, list(SWEEP_KEYS))
+    for required in ("experiment", "rows") if data.get("search") is None else ("experiment",):
+        if required not in data:
+            raise SweepError(f"{where}: missing key {required!r} ({SWEEP_KEYS[required]})")
+    name = data.get("name")
+    if name is not None and not isinstance(name, str):
+        raise SweepError(f"{where}: name must be a string, got {name!r} (quote it)")
+    if name is not None and (not name or "/" in name):
+        raise SweepError(f"{where}: name {name!r} must be a non-empty name without '/'")
+    max_retries = data.get("max_retries", 2)
+    if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
+        raise SweepError(f"{where}: max_retries must be an integer >= 0, got {max_retries!r}")
+    imports = data.get("imports") or []
+    if not isinstance(imports, list) or not all(isinstance(m, str) for m in imports):
+        raise SweepError(f"{where}: imports must be a list of module names, got {imports!r}")
+    return name or "", max_retries, tuple(imports)
