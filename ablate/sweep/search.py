@@ -172,8 +172,11 @@ class Searcher:
             )
         return study
 
-    def step(self, room: int) -> list[str]:
-        """Tell finished results, then ask up to ``room`` new trials; returns notes for the user."""
+    def step(self, room: int, cost: Mapping[str, float] | None = None) -> list[str]:
+        """Tell finished results, then ask up to ``room`` new trials; returns notes for the user.
+
+        Rows take turns (the row with the fewest trials next); among those, the costliest row first
+        (``cost``: row -> FLOPs), so the big rows do not start last and leave slots idle at the end."""
         notes: list[str] = []
         self.store._open(create=True)  # noqa: SLF001 - the sweep's own study must exist first
         with self.store.lock():
@@ -187,7 +190,7 @@ class Searcher:
                 open_rows = [r for r in rows if r.asked < self.spec.n_trials and self._row_room(r)]
                 if not open_rows:
                     break
-                r = min(open_rows, key=lambda r: r.asked)  # round robin: the row with the fewest trials
+                r = min(open_rows, key=lambda r: (r.asked, -(cost or {}).get(r.row, 0.0)))
                 created = self._ask(r, by_trial)
                 r.asked += 1
                 r.in_flight += 1

@@ -146,13 +146,18 @@ class Launcher:
         return count(self.trials())
 
     searcher: Any = None  # a search sweep's Searcher (ablate.sweep.search), set by run()
+    _row_costs: dict[str, float] | None = None  # a search's rows by training FLOPs (costliest sampled first)
 
     def _sample(self, view: ProgressView) -> bool:
         """A search: tell results and sample new trials into free room; whether more may come."""
         if self.searcher is None:
             return False
         room = self.capacity() - len(self.active())
-        for line in self.searcher.step(room):
+        if self._row_costs is None:
+            from ablate.sweep.cost import estimate
+
+            self._row_costs = {t.row: float(estimate(self.sweep, t)["flops"]) for t in self.sweep.templates}
+        for line in self.searcher.step(room, self._row_costs):
             view.note(line)
         self.sweep = self.searcher.sweep
         return bool(self.searcher.more)
