@@ -33,11 +33,15 @@ def _cmd_data_prepare(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
+    from ablate.sweep.wandb_net import resolve_modes
     from ablate.train.identity import make_run_dir, overrides_hint
     from ablate.train.run import result_lines, train
 
     cfg = _load(args)
     output = args.output or make_run_dir(cfg, hint=overrides_hint(args.overrides or []))
+    # With an API key and no network wandb.init stalls ~90 s, then fails: probe once, log offline instead.
+    resolve_modes([cfg.logging.wandb], str(args.config), f"wandb sync {output}/wandb/offline-run-*",
+                  fix="logging.wandb=offline")  # fmt: skip
     metrics = train(cfg, output_dir=output)
     for line in result_lines(metrics):
         print(line)

@@ -5,6 +5,9 @@ bootstraps against base from the trials' saved dev outputs, cached beside the ru
 prints the narrow layout (:mod:`ablate.report.terminal`); the paper's wide layout is ``--format md``,
 and the end-of-sweep summary also writes it (and the JSON) to ``<runs>/<sweep>/table3.{md,json}``.
 
+A search sweep's table is tuned (:mod:`ablate.report.search_view`): each row at its best configuration,
+with its search beside it; ``--plot`` and the summary also draw its optimization history.
+
 The report reads the store through :meth:`ablate.sweep.store.SweepStore.trial_states` (the one
 trial-state view); the sweep part never imports this package (the CLI composes the two).
 Kept light: this imports neither Lightning nor matplotlib (the plot module loads it only for
@@ -14,11 +17,14 @@ Kept light: this imports neither Lightning nor matplotlib (the plot module loads
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ablate.report.errors import ReportError
 from ablate.report.evidence import CACHE_NAME, attach_evidence
 from ablate.report.render import FORMATS, render
+from ablate.report.search_view import apply_search, table_views
 from ablate.report.table import DEFAULT_ALPHA, Table3, build_table
 from ablate.sweep.loader import open_sweep
 from ablate.sweep.spec import Sweep
@@ -27,6 +33,7 @@ from ablate.sweep.store import SweepStore
 PLOT_NAME = "table3.png"  # the end-of-sweep summary writes its plot here, under <runs>/<sweep name>/
 MD_NAME = "table3.md"  # ... the paper's wide layout here
 JSON_NAME = "table3.json"  # ... and the numbers here
+SEARCH_PLOT_NAME = "search.png"  # ... and, for a search sweep, the optimization history per row
 
 
 def load_table(sweep: Sweep, alpha: float = DEFAULT_ALPHA) -> Table3:
@@ -34,11 +41,15 @@ def load_table(sweep: Sweep, alpha: float = DEFAULT_ALPHA) -> Table3:
 
     Creates nothing but the bootstrap cache (``<runs>/<sweep>/report-cache.json``, once trials are done).
     """
-    results = SweepStore.for_sweep(sweep).trial_states(sweep)
+    views = SweepStore.for_sweep(sweep).trial_states(sweep)
+    # A search sweep: each row at its best configuration (ablate.report.search_view), not every trial.
+    results = views if sweep.search is None else table_views(sweep.search, views)
     # Rows listed in the file but not yet in the store still show (as waiting), in the file's order.
-    row_info = {t.row: {"group": t.group, "paper": t.paper} for t in sweep.trials}
+    row_info = {t.row: {"group": t.group, "paper": t.paper} for t in sweep.shapes}
     report = build_table(results, row_order=sweep.rows, name=sweep.name, row_info=row_info)
     report.alpha = alpha
+    if sweep.search is not None:
+        apply_search(report, sweep, views)
     cache = Path(sweep.runs_root) / sweep.name / CACHE_NAME
     return attach_evidence(report, results, cache_file=cache if cache.parent.is_dir() else None)
 
@@ -71,6 +82,11 @@ def table(
         out = plot_table(report, plot)
         # stderr, so `ablate table --format csv --plot t.png > t.csv` keeps the CSV clean
         print(f"plot written to {out}", file=sys.stderr)
+        if report.search is not None:  # a search sweep: its optimization history beside it
+            from ablate.report.search_plot import plot_history
+
+            history = plot_history(report, Path(plot).with_name(Path(plot).stem + "-search.png"))
+            print(f"search history written to {history}", file=sys.stderr)
     return 0
 
 
@@ -85,32 +101,45 @@ def _write_files(report: Table3, folder: Path) -> None:
         print(f"warning: could not write the table files under {folder}: {exc}", file=sys.stderr)
 
 
+def _plot(draw: Callable[[Table3, Path], Any], report: Table3, png: Path, what: str) -> Path | None:
+    """Write one PNG of the summary (``draw(report, png)``); a failure warns and gives None."""
+    try:
+        draw(report, png)
+    except (OSError, ValueError) as exc:  # a full disk or a bad font must not lose the printed table
+        print(f"warning: could not write the {what} {png}: {exc}", file=sys.stderr)
+        return None
+    print(f"{what} written to {png}")
+    return png
+
+
 def print_summary(sweep: Sweep, log_wandb: bool = True) -> Table3:
     """End of a sweep: print the table (terminal layout) and fidelity, write the md/JSON/plot, log to W&B.
 
     ``sweep`` is the Sweep the controller ran (with its command-line overrides).
 
-    The files go to ``<runs>/<sweep name>/table3.{md,json,png}``; the W&B summary run joins the sweep's
+    The files go to ``<runs>/<sweep name>/table3.{md,json,png}`` (a search sweep's table is tuned, each
+    row at its best configuration, and its optimization history goes to ``search.png`` beside them);
+    the W&B summary run joins the sweep's
     group (offline unless an API key is set or the sweep says otherwise; skipped when W&B is disabled).
     A failure to plot or to log is reported on stderr and does not hide the table.
     """
     report = load_table(sweep)
     sys.stdout.write(render(report, "text"))
-    _write_files(report, Path(sweep.runs_root) / sweep.name)
-    png: Path | None = Path(sweep.runs_root) / sweep.name / PLOT_NAME
-    try:
-        from ablate.report.plot import plot_table
+    folder = Path(sweep.runs_root) / sweep.name
+    _write_files(report, folder)
+    from ablate.report.plot import plot_table  # matplotlib: only now
 
-        plot_table(report, png)
-        print(f"plot written to {png}")
-    except (OSError, ValueError) as exc:  # a full disk or a bad font must not lose the printed table
-        print(f"warning: could not write the plot {png}: {exc}", file=sys.stderr)
-        png = None
+    png = _plot(plot_table, report, folder / PLOT_NAME, "plot")
+    history = None
+    if report.search is not None:
+        from ablate.report.search_plot import plot_history
+
+        history = _plot(plot_history, report, folder / SEARCH_PLOT_NAME, "search history")
     if log_wandb:
         from ablate.report.wandb_summary import log_summary
 
         try:
-            where = log_summary(sweep, report, png)
+            where = log_summary(sweep, report, png, history)
         except Exception as exc:  # noqa: BLE001 - W&B problems are reported, never fatal at the end of a sweep
             print(f"warning: W&B summary run not logged: {type(exc).__name__}: {exc}", file=sys.stderr)
         else:

@@ -33,6 +33,8 @@ from ablate.report.cells import (
 from ablate.report.errors import ReportError
 from ablate.report.fidelity import fidelity
 from ablate.report.paper import CITATION, COLUMN_KEYS, COLUMNS
+from ablate.report.search_view import CSV_FIELDS as SEARCH_CSV_FIELDS
+from ablate.report.search_view import csv_record, legend_lines, spec_record, spec_text, title
 from ablate.report.table import Evidence, ReportRow, Table3
 from ablate.report.terminal import render_text
 
@@ -91,9 +93,21 @@ HEADERS = [
 # ----------------------------------------------------------------------------------------------
 
 
+def _search_cells(table: Table3, body: list[list[str]]) -> list[str]:
+    """A search table's extra md columns (the best params, the search's counts); HEADERS otherwise."""
+    if table.search is None:
+        return HEADERS
+    for cells, row in zip(body, table.rows):
+        s = row.search
+        best = f"best #{s.best_number} of " if s is not None and s.best_number is not None else ""
+        cells += [s.params_text, best + s.counts] if s is not None else ["", ""]
+    return [*HEADERS, "tuned (best params)", "search"]
+
+
 def render_md(table: Table3) -> str:
     body = _cells(table)
-    widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(HEADERS)]
+    headers = _search_cells(table, body)
+    widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
     numeric = set(range(2, len(HEADERS)))  # right-align numbers, as a reader scans them by column
 
     def line(cells: list[str]) -> str:
@@ -101,9 +115,12 @@ def render_md(table: Table3) -> str:
         return "| " + " | ".join(padded) + " |"
 
     rule = "|" + "|".join(("-" * (w + 1) + ":") if i in numeric else "-" * (w + 2) for i, w in enumerate(widths)) + "|"
-    title = f"Table 3 reproduction: {table.name}" if table.name else "Table 3 reproduction"
-    lines = [f"## {title}", "", line(HEADERS), rule, *(line(r) for r in body), ""]
-    lines += [f"- {note}" for note in notes(table, fidelity(table))]
+    lines = [f"## {title(table)}", ""]
+    if table.search is not None:
+        ranges = "; ".join(p.describe() for p in table.search.params)
+        lines += [f"Each row at its {spec_text(table.search)}. Searched: {ranges}.", ""]
+    lines += [line(headers), rule, *(line(r) for r in body), ""]
+    lines += [f"- {note}" for note in (*notes(table, fidelity(table)), *legend_lines(table))]
     return "\n".join(lines) + "\n"
 
 
@@ -160,7 +177,13 @@ def row_record(row: ReportRow, table: Table3 | None = None) -> dict[str, Any]:
         "status": row.pending or ("done" if row.n_done == row.n_trials else "partial"),
         "failures": row.failures,
         "no_bootstrap": {m: ev.why for m, ev in (("ppl", row.ppl_ev), ("bleu", row.bleu_ev)) if ev.why} or None,
+        **({"search": row.search.record() if row.search is not None else None} if _tuned(row, table) else {}),
     }
+
+
+def _tuned(row: ReportRow, table: Table3 | None) -> bool:
+    """Whether a row record carries a "search" entry: a row of a search table (or one that has a search)."""
+    return row.search is not None or (table is not None and table.search is not None)
 
 
 def render_json(table: Table3) -> str:
@@ -175,8 +198,10 @@ def render_json(table: Table3) -> str:
         "bleu_withheld": table.bleu_withheld,
         "rows": [row_record(r, table) for r in table.rows],
         "fidelity": {k: _r(v) if isinstance(v, float) else v for k, v in fidelity(table).as_dict().items()},
-        "notes": notes(table, fidelity(table)),
+        "notes": [*notes(table, fidelity(table)), *legend_lines(table)],
     }
+    if table.search is not None:  # a tuned table: every row at its best configuration
+        data = {"sweep": table.name, "tuned": True, "search": spec_record(table.search), **data}
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -210,12 +235,14 @@ CSV_FIELDS = [
 
 def render_csv(table: Table3) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
+    fields = CSV_FIELDS if table.search is None else [*CSV_FIELDS, *SEARCH_CSV_FIELDS]
+    writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for row in table.rows:
         rec = row_record(row, table)
         shown = shown_settings(row)
         rec.update({key: shown.get(key, "") for key in COLUMN_KEYS})
+        rec.update(csv_record(row))
         writer.writerow({k: "" if v is None else v for k, v in rec.items()})
     return buf.getvalue()
 
@@ -277,7 +304,9 @@ def _tex(text: str) -> str:
 def render_latex(table: Table3) -> str:
     body = _cells(table)
     lines = [
-        "% " + (f"Table 3 reproduction: {table.name}" if table.name else "Table 3 reproduction"),
+        "% " + title(table),
+        *([f"% each row at its {spec_text(table.search)}"] if table.search is not None else []),
+        *(f"% tuned {r.name}: {r.search.params_text} ({r.search.counts})" for r in table.rows if r.search),
         "% needs \\usepackage{booktabs} and \\usepackage{amsmath}",
         "\\begin{tabular}{ll" + "c" * len(COLUMNS) + "r" * 11 + "}",
         "\\toprule",
@@ -289,7 +318,7 @@ def render_latex(table: Table3) -> str:
             lines.append("\\midrule")
         lines.append(" & ".join(_tex(c) for c in cells) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}"]
-    lines += [f"% {note}" for note in notes(table, fidelity(table))]
+    lines += [f"% {note}" for note in (*notes(table, fidelity(table)), *legend_lines(table))]
     return "\n".join(lines) + "\n"
 
 

@@ -98,6 +98,7 @@ class ReportRow:
     ppl_ev: Evidence = field(default_factory=Evidence)  # how sure ppl_delta is (empty on base)
     bleu_ev: Evidence = field(default_factory=Evidence)
     learned: bool | None = None  # PPL below 0.8 x the unigram floor (None: no floor or no PPL)
+    search: Any = None  # a search sweep's row: its ablate.report.search_view.TunedRow (None: a grid row)
 
     @property
     def n_trials(self) -> int:
@@ -143,6 +144,7 @@ class Table3:
     floor: float | None = None  # dev PPL of a unigram model of the training targets (None: unknown)
     floor_note: str | None = None  # why there is no floor
     bleu_withheld: str | None = None  # why BLEU figures are withheld (base BLEU < 1, degenerate output)
+    search: Any = None  # a search sweep's SearchSpec: each row at its best config (ablate.report.search_view)
 
     @property
     def base(self) -> ReportRow | None:

@@ -14,6 +14,7 @@ import textwrap
 from ablate.report.cells import fmt_setting, group_label, legend, result_cell, row_label, signed
 from ablate.report.fidelity import fidelity
 from ablate.report.paper import COLUMNS
+from ablate.report.search_view import legend_lines, spec_text, title
 from ablate.report.table import ReportRow, Table3
 
 WIDTH = 110  # the widest line printed (long row names and changes are cut with "…" to fit)
@@ -59,13 +60,16 @@ def _row_cells(table: Table3, row: ReportRow, group: str) -> list[str]:
 
 
 HEADERS = ["", "row", "changes", "dev PPL (Δ)", "paper Δ", "dev BLEU (Δ)", "paper Δ", "runs"]
+TUNED_HEADER = "tuned"  # a search table's best params, when they fit
 RIGHT = {3, 4, 5, 6}  # numbers right-aligned
 
 
 def _head(table: Table3) -> list[str]:
-    title = f"Table 3 reproduction: {table.name}" if table.name else "Table 3 reproduction"
+    head = title(table)
     base = table.base
-    lines = [title, "=" * len(title)]
+    lines = [head, "=" * len(head)]
+    if table.search is not None:
+        lines += textwrap.wrap(f"each row at its {spec_text(table.search)}", WIDTH, subsequent_indent="  ")
     if base is not None and base.settings:
         settings = " ".join(f"{h}={fmt_setting(k, base.settings.get(k))}" for k, h in COLUMNS)
         lines += textwrap.wrap(f"base ({base.name}): {settings}", WIDTH, subsequent_indent="  ")
@@ -83,6 +87,47 @@ def _fit(widths: list[int]) -> list[int]:
     return widths
 
 
+def _widths(headers: list[str], body: list[list[str]]) -> list[int]:
+    return [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
+
+
+def _tuned_column(headers: list[str], body: list[list[str]], table: Table3) -> bool:
+    """Add a search table's "tuned" column (each row's best params) when the table still fits WIDTH
+    unshrunk; otherwise the params go to the list under the table (:func:`_tuned_list`)."""
+    if table.search is None:
+        return False
+    cells = [row.search.params_text if row.search is not None else "" for row in table.rows]
+    widths = _widths([*headers, TUNED_HEADER], [[*r, c] for r, c in zip(body, cells)])
+    if sum(widths) + 2 * (len(widths) - 1) > WIDTH:
+        return False
+    headers.append(TUNED_HEADER)
+    for r, c in zip(body, cells):
+        r.append(c)
+    return True
+
+
+def _tuned_list(table: Table3, params: bool) -> list[str]:
+    """A search table's rows again, each with its best trial (its number in the row's study and value),
+    its search's counts and, when the table had no room for a "tuned" column, the best params."""
+    if table.search is None:
+        return []
+    rows = [r for r in table.rows if r.search is not None]
+    heads = ["tuned", "best", table.search.metric, "search"] + (["params"] if params else [])
+    cells = [
+        [_clip(row_label(r), MAX_ROW), f"#{r.search.best_number}" if r.search.best_number is not None else "-",
+         f"{r.search.best.best_value:.2f}" if r.search.best.best_value is not None else "n/a", r.search.counts]
+        + ([r.search.params_text] if params else [])
+        for r in rows
+    ]  # fmt: skip
+    widths = _widths(heads, cells)
+    indent = sum(widths[:-1]) + 2 * (len(widths) - 1)
+    out = []
+    for r in [heads, *cells]:
+        text = "  ".join(c.rjust(w) if i in (1, 2) else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        out += textwrap.wrap(text.rstrip(), WIDTH, subsequent_indent=" " * min(indent, WIDTH // 2))
+    return out + [""]
+
+
 def render_text(table: Table3) -> str:
     """The table in a terminal's width; the wide paper layout is ``render(table, "md")``."""
     body = []
@@ -90,15 +135,18 @@ def render_text(table: Table3) -> str:
     for row in table.rows:
         body.append(_row_cells(table, row, group_label(row.group) if row.group != previous else ""))
         previous = row.group
-    widths = _fit([max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(HEADERS)])
+    headers = list(HEADERS)
+    column = _tuned_column(headers, body, table)
+    widths = _fit(_widths(headers, body))
     body = [[_clip(c, widths[i]) if i in (1, 2) else c for i, c in enumerate(r)] for r in body]
 
     def line(cells: list[str]) -> str:
         padded = [c.rjust(w) if i in RIGHT else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))]
         return "  ".join(padded).rstrip()
 
-    lines = [*_head(table), line(HEADERS), line(["-" * w for w in widths]), *(line(r) for r in body), ""]
-    notes = [*legend(table, terminal=True), *fidelity(table).lines()]
+    lines = [*_head(table), line(headers), line(["-" * w for w in widths]), *(line(r) for r in body), ""]
+    lines += _tuned_list(table, params=not column)
+    notes = [*legend(table, terminal=True), *legend_lines(table), *fidelity(table).lines()]
     notes += [f"failed: {row.name} {failure}" for row in table.rows for failure in row.failures]
     for note in notes:
         lines += textwrap.wrap(note, WIDTH, initial_indent="- ", subsequent_indent="  ")

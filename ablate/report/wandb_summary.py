@@ -24,6 +24,7 @@ from ablate.atomic import atomic_write_json
 from ablate.report.fidelity import fidelity
 from ablate.report.paper import COLUMN_KEYS
 from ablate.report.render import fmt_setting, row_record
+from ablate.report.search_view import spec_record
 from ablate.report.table import Table3
 from ablate.tracking import wandb_mode
 
@@ -39,6 +40,23 @@ TABLE_COLUMNS = [
 ]  # fmt: skip
 
 
+# A search sweep's table adds these: the W&B run of each row's best trial, its value, params and counts.
+SEARCH_COLUMNS = ["best_run", "best_value", "best_trial", "tuned_params", "search_trials", "search_pruned"]
+
+
+def table_columns(table: Table3) -> list[str]:
+    return TABLE_COLUMNS + (SEARCH_COLUMNS if table.search is not None else [])
+
+
+def _search_cells(row: Any) -> dict[str, Any]:
+    if row.search is None:
+        return dict.fromkeys(SEARCH_COLUMNS)
+    rec = row.search.record()
+    return {"best_run": rec["best_run"], "best_value": rec["best_value"], "best_trial": rec["best_trial"],
+            "tuned_params": row.search.params_text if rec["best_params"] else None,
+            "search_trials": rec["trials"], "search_pruned": rec["pruned"]}  # fmt: skip
+
+
 def table_rows(table: Table3) -> list[list[Any]]:
     """The report's rows as wandb.Table data (settings as text, unchanged settings empty)."""
     out = []
@@ -48,7 +66,20 @@ def table_rows(table: Table3) -> list[list[Any]]:
         rec.update({key: fmt_setting(key, shown.get(key)) if key in shown else "" for key in COLUMN_KEYS})
         rec["params_m"] = round(row.params / 1e6, 4) if row.params else None
         rec["paper_params_m"] = float(rec["paper_params_m"]) if rec["paper_params_m"] is not None else None
-        out.append([rec[c] for c in TABLE_COLUMNS])
+        if table.search is not None:
+            rec.update(_search_cells(row))
+        out.append([rec[c] for c in table_columns(table)])
+    return out
+
+
+def best_summary(table: Table3) -> dict[str, Any]:
+    """``best/<row>``: the W&B run of the row's best search trial, its value and params (search sweeps)."""
+    out: dict[str, Any] = {}
+    for row in table.rows:
+        if row.search is not None and row.search.best.best_id is not None:
+            rec = row.search.record()
+            out[f"best/{row.name}"] = {"run": rec["best_run"], "value": rec["best_value"],
+                                       "trial": rec["best_trial"], "params": rec["best_params"]}  # fmt: skip
     return out
 
 
@@ -74,8 +105,13 @@ def _where(mode: str, run: Any) -> str:
     return str(run.url) if mode == "online" and run.url else str(Path(run.dir).parent)
 
 
-def log_summary(sweep: Any, table: Table3, png_path: str | Path | None) -> str | None:
-    """Log ``table`` (and the PNG, if any) as a summary run in the sweep's group, when its data changed.
+def log_summary(
+    sweep: Any, table: Table3, png_path: str | Path | None, history_png: str | Path | None = None
+) -> str | None:
+    """Log ``table`` (and the PNGs, if any) as a summary run in the sweep's group, when its data changed.
+
+    A search sweep's table is tuned: each row's best trial is marked by its W&B run id (the ``best_run``
+    column and ``best/<row>`` in the run's summary), and ``history_png`` is its optimization history.
 
     ``sweep`` is an ``ablate.sweep.spec.Sweep``. Returns one line for the user: the run's URL (online)
     or local directory with the `ablate sync` hint (offline), or that the results are unchanged; None
@@ -93,18 +129,20 @@ def log_summary(sweep: Any, table: Table3, png_path: str | Path | None) -> str |
         last = {}
     if isinstance(last, dict) and last.get("hash") == digest:
         return f"results unchanged since the last one ({last.get('where')}), not logged again"
-    where = _log_run(sweep, table, png_path, mode, out_dir)
+    where = _log_run(sweep, table, (png_path, history_png), mode, out_dir)
     atomic_write_json(record, {"hash": digest, "where": where})
     if mode == "online":
         return where
     return f"{where} (offline; upload it and the trials' runs with `ablate sync {sweep.path}`)"
 
 
-def _log_run(sweep: Any, table: Table3, png_path: str | Path | None, mode: str, out_dir: Path) -> str:
+def _log_run(sweep: Any, table: Table3, pngs: tuple[str | Path | None, str | Path | None], mode: str,
+             out_dir: Path) -> str:  # fmt: skip
     import wandb
 
     out_dir.mkdir(parents=True, exist_ok=True)
     fid = fidelity(table)
+    search = {"search": spec_record(table.search)} if table.search is not None else {}
     run = wandb.init(
         project=sweep.wandb.get("project") or _trial_setting(sweep, "project") or "ablate",
         entity=sweep.wandb.get("entity") or _trial_setting(sweep, "entity"),
@@ -114,15 +152,18 @@ def _log_run(sweep: Any, table: Table3, png_path: str | Path | None, mode: str, 
         tags=["summary"],
         dir=str(out_dir),
         mode=mode,  # type: ignore[arg-type]
-        config={"sweep": sweep.name, "sweep_file": str(sweep.path), "rows": len(table.rows)},
+        config={"sweep": sweep.name, "sweep_file": str(sweep.path), "rows": len(table.rows), **search},
         reinit="create_new",  # the sweep controller may still hold a run of its own
         settings=wandb.Settings(silent=True, quiet=True, show_info=False),  # ~17 banner lines otherwise
     )
     try:
-        data: dict[str, Any] = {"table3": wandb.Table(columns=TABLE_COLUMNS, data=table_rows(table))}
-        if png_path is not None and Path(png_path).is_file():
-            data["table3_plot"] = wandb.Image(str(png_path), caption=f"{sweep.name}: ours vs the paper")
+        data: dict[str, Any] = {"table3": wandb.Table(columns=table_columns(table), data=table_rows(table))}
+        captions = {"table3_plot": f"{sweep.name}: ours vs the paper", "search_history": f"{sweep.name}: search"}
+        for (key, caption), png in zip(captions.items(), pngs):
+            if png is not None and Path(png).is_file():
+                data[key] = wandb.Image(str(png), caption=caption)
         run.log(data)
+        run.summary.update(best_summary(table))
         run.summary.update({f"fidelity/{k}": v for k, v in fid.as_dict().items() if v is not None})
         run.summary.update({"report/alpha": table.alpha, "report/unigram_floor": table.floor,
                             "report/bleu_withheld": table.bleu_withheld or ""})  # fmt: skip

@@ -43,9 +43,12 @@ def unreachable(timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
     return None
 
 
-def resolve_modes(settings: Iterable[str | None], where: str, sync_hint: str) -> str | None:
+def resolve_modes(
+    settings: Iterable[str | None], where: str, sync_hint: str, fix: str = "wandb: {mode: offline}"
+) -> str | None:
     """Probe once when any of the W&B ``settings`` (``logging.wandb`` of the trials, the sweep's
-    ``wandb.mode``) comes out online; returns the warning printed when falling back to offline."""
+    ``wandb.mode``) comes out online; returns the warning printed when falling back to offline.
+    ``fix``: the setting that logs offline, as the user would write it where ``where`` points."""
     settings = {s or "auto" for s in settings}
     if not any(wandb_mode(s) == "online" for s in settings):
         return None
@@ -55,12 +58,12 @@ def resolve_modes(settings: Iterable[str | None], where: str, sync_hint: str) ->
     netloc = endpoint()[0]
     if "online" in settings:
         raise SweepError(
-            f"{where}: W&B mode online, but {netloc} is unreachable ({why}); set wandb: {{mode: offline}} "
+            f"{where}: W&B mode online, but {netloc} is unreachable ({why}); set {fix} "
             f"(then `{sync_hint}` uploads) or run where there is a network"
         )
     os.environ["WANDB_MODE"] = "offline"  # inherited by every worker this controller starts
     line = (
-        f"warning: W&B server {netloc} unreachable ({why}, {PROBE_TIMEOUT_S:.0f} s probe); trials log offline, "
+        f"warning: W&B server {netloc} unreachable ({why}, {PROBE_TIMEOUT_S:.0f} s probe); runs log offline, "
         f"upload them later with `{sync_hint}`"
     )
     print(line, file=sys.stderr, flush=True)
