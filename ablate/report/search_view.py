@@ -110,17 +110,7 @@ def spec_text(spec: SearchSpec) -> str:
 
 
 def spec_record(spec: SearchSpec) -> dict[str, Any]:
-    return {
-        "metric": spec.metric,
-        "direction": spec.direction,
-        "n_trials": spec.n_trials,
-        "sampler": spec.sampler,
-        "sampler_options": dict(spec.sampler_options),
-        "pruner": spec.pruner,
-        "pruner_options": dict(spec.pruner_options),
-        "params": [p.describe() for p in spec.params],
-        "seed": spec.seed,
-    }
+    return spec.record()
 
 
 def title(table: Table3) -> str:

@@ -106,6 +106,20 @@ class SearchSpec:
     parallel: int | None = None
     seed: int = 0
 
+    def record(self) -> dict[str, Any]:
+        """As plain data (the store's study attribute ``search``, the JSON table, the W&B config)."""
+        return {
+            "metric": self.metric,
+            "direction": self.direction,
+            "n_trials": self.n_trials,
+            "sampler": self.sampler,
+            "sampler_options": dict(self.sampler_options),
+            "pruner": self.pruner,
+            "pruner_options": dict(self.pruner_options),
+            "params": [p.describe() for p in self.params],
+            "seed": self.seed,
+        }
+
     @property
     def keys(self) -> list[str]:
         return [p.key for p in self.params]

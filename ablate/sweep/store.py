@@ -218,11 +218,7 @@ class SweepStore:
         self._storage.set_study_user_attr(self._study_id, "import_path", str(sweep.path.parent))
         self._storage.set_study_user_attr(self._study_id, "heartbeat", dict(sweep.heartbeat))
         if sweep.search is not None:  # what a search trial's worker needs to prune (ablate.sweep.pruning)
-            spec = sweep.search
-            self._storage.set_study_user_attr(self._study_id, "search", {
-                "metric": spec.metric, "direction": spec.direction, "pruner": spec.pruner,
-                "pruner_options": dict(spec.pruner_options), "n_trials": spec.n_trials,
-            })  # fmt: skip
+            self._storage.set_study_user_attr(self._study_id, "search", sweep.search.record())
         created = []
         with self.lock():
             have = set(self.by_trial())
