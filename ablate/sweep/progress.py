@@ -31,6 +31,7 @@ class TrialLine:
     eta_s: float | None
     failure: str | None
     trial_id: str = ""
+    phase: str = ""  # a search trial's phase: search | final ("" in a grid)
     name: str = ""  # what a line calls the trial: the row, plus "#n" for a search trial or "best" for its re-run
 
 
@@ -54,6 +55,7 @@ def trial_line(v: TrialView) -> TrialLine:
         failure=v.failure,
         trial_id=v.trial_id,
         name=_name(v),
+        phase=str(v.trial.search.get("phase", "")),
     )
 
 
@@ -73,9 +75,10 @@ def title(name: str, trials: Sequence[TrialView]) -> str:
     return f"{name}: " + ", ".join(f"{v} {k}" for k, v in count(trials).items() if v or k != "pruned")
 
 
-def sweep_eta(lines: Sequence[TrialLine]) -> float | None:
-    """Seconds until the sweep ends, roughly: the running trials' ETAs plus the waiting trials at the
-    mean duration of a trial, spread over as many slots as trials run now. None until it can be told."""
+def sweep_eta(lines: Sequence[TrialLine], unsampled: int = 0) -> float | None:
+    """Seconds until the sweep ends, roughly: the running trials' ETAs plus the waiting trials (and a
+    search's ``unsampled`` ones) at the mean duration of a trial, spread over as many slots as trials
+    run now. None until it can be told."""
     spans = [ln.elapsed_s for ln in lines if ln.state == "done" and ln.elapsed_s]
     running = [ln for ln in lines if ln.state == "running"]
     spans = spans or [ln.elapsed_s + ln.eta_s for ln in running if ln.elapsed_s is not None and ln.eta_s is not None]
@@ -83,7 +86,7 @@ def sweep_eta(lines: Sequence[TrialLine]) -> float | None:
         return None
     mean = sum(spans) / len(spans)
     left = [ln.eta_s if ln.eta_s is not None else max(mean - (ln.elapsed_s or 0.0), 0.0) for ln in running]
-    waiting = sum(ln.state == "waiting" for ln in lines)
+    waiting = sum(ln.state == "waiting" for ln in lines) + unsampled
     return (sum(left) + waiting * mean) / max(1, len(running))
 
 
@@ -151,10 +154,15 @@ class ProgressView:
 
     def _heading(self, trials: Sequence[TrialView], lines: Sequence[TrialLine]) -> str:
         """``"t: 2 done, 1 running, 3 waiting, 0 failed - 4:10, ETA 12:30"``."""
-        eta = sweep_eta(lines)
-        done = all(ln.state in ("done", "failed", "pruned") for ln in lines)
+        search = self.sweep.search
+        unsampled = 0
+        if search is not None:  # trials not sampled yet count as waiting (re-runs of the best not counted)
+            unsampled = max(0, search.n_trials * len(self.sweep.rows) - sum(ln.phase == "search" for ln in lines))
+        eta = sweep_eta(lines, unsampled)
+        done = not unsampled and all(ln.state in ("done", "failed", "pruned") for ln in lines)
         tail = "" if done else f", ETA {_dur(eta) if eta is not None else '?'}"
-        return f"{title(self.sweep.name, trials)} - {_dur(time.time() - self._t0)}{tail}"
+        sampled = f" ({unsampled} to sample)" if unsampled else ""
+        return f"{title(self.sweep.name, trials)}{sampled} - {_dur(time.time() - self._t0)}{tail}"
 
     def update(self, trials: Sequence[TrialView]) -> None:
         lines = trial_lines(trials)
