@@ -24,10 +24,12 @@ controller does not draw the same first configurations again.
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ablate.sweep.errors import SweepError
@@ -89,6 +91,10 @@ def make_pruner(name: str, options: Mapping[str, Any]) -> Any:
     return cls(**dict(options))
 
 
+def _point_key(params: Mapping[str, Any]) -> str:
+    return json.dumps({k: clean_value(v) for k, v in params.items()}, sort_keys=True)
+
+
 def clean_value(value: Any) -> Any:
     """A sampled value as a config value: floats rounded to 12 significant digits (0.30000000000000004)."""
     if isinstance(value, float):
@@ -139,9 +145,10 @@ class RowSearch:
     """What a row's study holds: trials asked, finished (told) and in flight."""
 
     row: str
-    asked: int
+    asked: int  # trials that count towards n_trials (a grid: distinct points)
     in_flight: int
     best: Any  # FrozenTrial or None
+    params: list[dict[str, Any]] = field(default_factory=list)  # of every counted trial
 
 
 class Searcher:
@@ -180,7 +187,7 @@ class Searcher:
         notes: list[str] = []
         self.store._open(create=True)  # noqa: SLF001 - the sweep's own study must exist first
         with self.store.lock():
-            by_trial = self.store.by_trial()
+            by_trial: dict[str, Sequence[Attempt]] = dict(self.store.by_trial())  # + trials made in this step
             rows = [self._tell(t.row, by_trial) for t in self.sweep.templates]
             self.more = False
             for r in rows:
@@ -203,6 +210,11 @@ class Searcher:
         return self.spec.parallel is None or r.in_flight < self.spec.parallel
 
     def _tell(self, row: str, by_trial: Mapping[str, Sequence[Attempt]]) -> RowSearch:
+        """Tell the row study what the store knows; count its trials (orphans not) and those in flight.
+
+        An orphan is a row-study trial asked but never enqueued (its controller was killed between the
+        two, or the sampled config was refused): asks and enqueues happen under the store's lock, so a
+        RUNNING trial without an ablate trial in the store is one. It is told FAIL and not counted."""
         from optuna.trial import TrialState
 
         study = self._study(row)
@@ -211,7 +223,12 @@ class Searcher:
         for ft in trials:
             if ft.state != TrialState.RUNNING:
                 continue
-            state, deciding = decide(by_trial.get(str(ft.user_attrs.get("ablate_id")), ()))
+            aid = ft.user_attrs.get("ablate_id")
+            if aid is None or str(aid) not in by_trial:
+                self.store.storage.set_trial_user_attr(ft._trial_id, "orphan", True)  # noqa: SLF001
+                study.tell(ft.number, state=TrialState.FAIL, skip_if_finished=True)
+                continue
+            state, deciding = decide(by_trial.get(str(aid), ()))
             if state == "done" and deciding is not None:
                 value = (deciding.attrs.get("metrics") or {}).get(self.spec.metric)
                 if isinstance(value, (int, float)) and math.isfinite(value):
@@ -224,27 +241,56 @@ class Searcher:
                 study.tell(ft.number, state=TrialState.FAIL, skip_if_finished=True)
             elif state in ("running", "waiting"):
                 in_flight += 1
-        done = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
+        trials = [t for t in study.get_trials(deepcopy=False) if not t.user_attrs.get("orphan")]
+        done = [t for t in trials if t.state == TrialState.COMPLETE]
         best = (min if self.spec.direction == "minimize" else max)(done, key=lambda t: t.value) if done else None
-        return RowSearch(row, len(trials), in_flight, best)
+        grid = self.spec.sampler == "grid"
+        asked = len({_point_key(t.params) for t in trials}) if grid else len(trials)
+        return RowSearch(row, asked, in_flight, best, [dict(t.params) for t in trials])
 
     def _seed(self, row: str, count: int) -> int:
         return (self.spec.seed * 1_000_003 + zlib.crc32(row.encode()) + count) % 2**31
 
-    def _ask(self, r: RowSearch, by_trial: Mapping[str, Sequence[Attempt]]) -> bool:
-        """Sample one configuration of row ``r``; True when it made a new trial to train."""
+    def _grid_point(self, r: RowSearch) -> dict[str, Any] | None:
+        """The next grid point of row ``r`` that none of its trials has (in a per-row shuffled order)."""
+        import random
+
+        keys = [p.key for p in self.spec.params]
+        combos = itertools.product(*(p.grid_values() or [] for p in self.spec.params))
+        points = [dict(zip(keys, combo)) for combo in combos]
+        random.Random(self._seed(r.row, 0)).shuffle(points)
+        seen = {_point_key(p) for p in r.params}
+        return next((p for p in points if _point_key(p) not in seen), None)
+
+    def _ask(self, r: RowSearch, by_trial: dict[str, Sequence[Attempt]]) -> bool:
+        """Sample one configuration of row ``r``; True when it made a new trial to train.
+
+        A grid is walked by the points the row's trials hold, not by Optuna's GridSampler: that one
+        shuffles its grid with its seed, and a sampler made anew per ask (as here) re-drew points."""
         study = self._study(r.row, make_sampler(self.spec, self._seed(r.row, r.asked)))
+        if self.spec.sampler == "grid":
+            point = self._grid_point(r)
+            if point is not None:
+                study.enqueue_trial(point, skip_if_exists=False)
         trial = study.ask(distributions(self.spec))
         params = {k: clean_value(v) for k, v in trial.params.items()}
+        r.params.append(dict(trial.params))
         info = {"phase": "search", "study": study.study_name, "number": trial.number,
                 "trial_id": trial._trial_id, "params": params}  # fmt: skip  # noqa: SLF001
-        t = sample_trial(self.sweep, r.row, params, self.sweep.templates[0].seed, info)
+        try:
+            t = sample_trial(self.sweep, r.row, params, self.sweep.templates[0].seed, info)
+        except SweepError:
+            from optuna.trial import TrialState
+
+            study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
+            raise
         trial.set_user_attr("ablate_id", t.trial_id)
         trial.set_user_attr("run_dir", t.run_dir)
         if t.trial_id in by_trial:  # the sampler proposed a configuration the store already holds
             trial.set_user_attr("same_as", t.trial_id)
             return False
         self.store.create_trial(t)
+        by_trial[t.trial_id] = []  # a repeat later in this step is linked, not enqueued twice
         return True
 
     def _finals(self, r: RowSearch, by_trial: Mapping[str, Sequence[Attempt]]) -> list[str]:

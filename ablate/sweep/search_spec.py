@@ -25,6 +25,7 @@ not torch). Every error is one :class:`SweepError` line naming file, key and fix
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,7 +77,7 @@ class Param:
         if self.step is None:
             return None
         assert self.low is not None and self.high is not None
-        n = int(round((self.high - self.low) / self.step)) + 1
+        n = int(math.floor((self.high - self.low) / self.step + 1e-9)) + 1  # never past high
         values = [self.low + i * self.step for i in range(n)]
         return [int(v) if self.is_int else round(float(v), 12) for v in values]
 
@@ -250,6 +251,10 @@ def read_search(where: str, data: Any) -> SearchSpec:
         continuous = [p.key for p in checked if p.grid_values() is None]
         if continuous:
             raise SweepError(f"{where}.sampler: grid needs choices or a step for every param; {continuous[0]} has none")
+        size = spec.grid_size() or 0
+        if spec.n_trials > size:
+            raise SweepError(f"{where}.n_trials: {spec.n_trials} trials but the grid has {size} point(s), so some "
+                             f"would repeat; set n_trials: {size}")  # fmt: skip
     if sampler == "cmaes" and any(p.choices is not None for p in checked):
         raise SweepError(f"{where}.sampler: cmaes samples ranges only; use tpe for choices")
     return spec
