@@ -190,7 +190,8 @@ def test_project_sweep_files_load(tmp_path):
         pytest.skip("no sweeps/ files in this checkout")
     for f in files:
         sweep = load_sweep(f)
-        assert sweep.trials and yaml.safe_load(f.read_text())["rows"]
+        assert sweep.shapes and yaml.safe_load(f.read_text())["rows"]
+        assert bool(sweep.trials) == (sweep.search is None)  # a search samples its trials as it runs
 
 
 def test_a_top_level_list_gets_a_sweep_hint(tmp_path, capsys):
