@@ -35,6 +35,7 @@ from torch import nn
 from ablate.config import model_section
 from ablate.config_schema import ModelConfig, enc_dec_layers, head_dims
 from ablate.data.special import PAD_ID
+from ablate.model.attention import Attention
 from ablate.model.slots import Slot, model_slots
 from ablate.model.transformer import DecoderLayer, EncoderLayer, Transformer
 
@@ -135,7 +136,9 @@ def train_flops(
     Q.K^T and weights.V at the average lengths ``src_len`` / ``tgt_len`` (causal self-attention sees
     (T+1)/2 keys on average), cross-attention K/V once per source token per decoder layer, and the
     V-way output projection). Training = 3x forward (the backward pass costs about twice the forward).
-    Lengths default to TYPICAL_SENTENCE_LEN. Attention variants are costed as full multi-head attention.
+    Lengths default to TYPICAL_SENTENCE_LEN. The K/V projections move with the attention slot's own
+    parameter count against multi-head attention's, so GQA / MQA cost their fewer key/value heads; the
+    scores are h query heads over every key, whatever the variant.
     """
     m = _section(model_cfg)
     n_enc, n_dec = enc_dec_layers(m)
@@ -143,13 +146,17 @@ def train_flops(
     d, h = m.d_model, m.n_heads
     s_len = float(src_len if src_len is not None else TYPICAL_SENTENCE_LEN)
     t_len = float(tgt_len if tgt_len is not None else TYPICAL_SENTENCE_LEN)
-    ffn = 2.0 * model_slots(m)["ffn"].num_params()
+    slots = model_slots(m)
+    ffn = 2.0 * slots["ffn"].num_params()
 
     def scores(keys: float) -> float:  # Q.K^T and weights.V for one query over `keys` keys
         return 2.0 * h * (d_k + d_v) * keys
 
     q_o = 2.0 * (d * h * d_k + h * d_v * d)  # W_Q and W_O per query token
-    k_v = 2.0 * (d * h * d_k + d * h * d_v)  # W_K and W_V per key/value token
+    # W_K and W_V per key/value token; a variant with other parameter counts than multi-head attention
+    # (GQA, MQA: fewer K/V heads) moves them by 2 FLOPs per parameter of difference
+    extra = slots["attention"].num_params() - Attention.count(d, h, d_k, d_v, kv_heads=h)
+    k_v = max(0.0, 2.0 * (d * h * d_k + d * h * d_v + extra))
     enc_token = q_o + k_v + scores(s_len) + ffn
     dec_token = (q_o + k_v + scores((t_len + 1) / 2)) + (q_o + scores(s_len)) + ffn
     forward = src_tokens * n_enc * enc_token  # encoder

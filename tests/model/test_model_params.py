@@ -72,11 +72,14 @@ def test_class_without_its_own_closed_form_is_counted_on_meta() -> None:
     assert Slot(LayerNorm, {"d_model": 10}).num_params() == 20
 
 
-def test_train_flops_matches_a_flop_counter() -> None:
+@pytest.mark.parametrize("attention", ["mha", "gqa", "mqa"])
+def test_train_flops_matches_a_flop_counter(attention: str) -> None:
     # FlopCounterMode counts every matmul of a real forward + backward. It counts causal attention as
     # the full T x T square, while train_flops counts the (T+1)/2 keys a causal query attends to on
     # average, so that difference is removed; what remains is the bias terms train_flops includes.
-    cfg = {"n_layers": 2, "d_model": 64, "d_ff": 128, "n_heads": 4, "d_k": 8, "d_v": 24, "dropout": 0.0}
+    # GQA / MQA: fewer key/value heads, so cheaper K/V projections (the scores are per query head).
+    cfg = {"n_layers": 2, "d_model": 64, "d_ff": 128, "n_heads": 4, "d_k": 8, "d_v": 24, "dropout": 0.0,
+           "attention": attention}  # fmt: skip
     b, s, t, vocab = 4, 12, 9, 100
     model = build_model(model_section(cfg), vocab_size=vocab)
     src, tgt = torch.randint(4, vocab, (b, s)), torch.randint(4, vocab, (b, t))
