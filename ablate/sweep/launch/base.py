@@ -153,6 +153,8 @@ class Launcher:
         if self.searcher is None:
             return False
         room = self.capacity() - len(self.active())
+        if room <= 0:  # every slot busy: nothing to ask; results are told at the first pass a trial ends
+            return bool(self.searcher.more)
         if self._row_costs is None:
             from ablate.sweep.cost import estimate
 
