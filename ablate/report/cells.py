@@ -23,6 +23,7 @@ from ablate.report.table import Evidence, ReportRow, Stat, Table3
 MARKERS = {"waiting": "…", "running": "running", "failed": "failed"}
 SIGNIFICANT = "*"
 NOT_LEARNED = "†"
+NO_PAPER = "No row names a paper row (`paper:` in the sweep file): the deltas are against our base only."
 WITHHELD = "withheld"
 PAIRING = (
     "seed-matched pairs pooled (row seed s vs base seed s, for every seed both finished; "
@@ -159,7 +160,8 @@ def legend(table: Table3, terminal: bool = False) -> list[str]:
     )
     lines = [
         f"Ours: dev PPL / BLEU, mean ± std over seeds; Δ = against our base row ({base.name if base else '?'}). "
-        f"Paper: {CITATION}; Δ against its base. Blank settings = as base. … = waiting.",
+        + (f"Paper: {CITATION}; Δ against its base. " if table.has_paper else "")
+        + "Blank settings = as base. … = waiting.",
         f"{SIGNIFICANT} = change vs base significant at α = {table.alpha:g}: p < α in the paired bootstrap over "
         "dev sentences (sacreBLEU's for BLEU) and, where both rows have ≥ 2 seeds, in Welch's test over seeds.",
         (
@@ -177,8 +179,21 @@ def legend(table: Table3, terminal: bool = False) -> list[str]:
     return lines
 
 
+def fidelity_lines(table: Table3, fid: Fidelity) -> list[str]:
+    """The fidelity summary, or one line saying there is nothing to compare when no row has a paper row."""
+    return fid.lines() if table.has_paper else [NO_PAPER]
+
+
+def drop_paper_columns(table: Table3, headers: list[str], body: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """Without a row that reproduces the paper's, its columns would be empty: leave them out."""
+    if table.has_paper:
+        return headers, body
+    keep = [i for i, h in enumerate(headers) if "paper" not in h]
+    return [headers[i] for i in keep], [[r[i] for i in keep] for r in body]
+
+
 def notes(table: Table3, fid: Fidelity) -> list[str]:
-    lines = [*legend(table), *fid.lines()]
+    lines = [*legend(table), *fidelity_lines(table, fid)]
     for row in table.rows:
         lines += [f"failed: {row.name} {failure}" for failure in row.failures]
     return lines

@@ -46,7 +46,8 @@ def load_table(sweep: Sweep, alpha: float = DEFAULT_ALPHA) -> Table3:
     results = views if sweep.search is None else table_views(sweep.search, views)
     # Rows listed in the file but not yet in the store still show (as waiting), in the file's order.
     row_info = {t.row: {"group": t.group, "paper": t.paper} for t in sweep.shapes}
-    report = build_table(results, row_order=sweep.rows, name=sweep.name, row_info=row_info)
+    searched = [p.key for p in sweep.search.params] if sweep.search is not None else []  # shown as "tuned"
+    report = build_table(results, row_order=sweep.rows, name=sweep.name, row_info=row_info, ignore=searched)
     report.alpha = alpha
     if sweep.search is not None:
         apply_search(report, sweep, views)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ablate.report.paper import GROUP_TITLES, PAPER
 from ablate.report.render import row_label
+from ablate.report.search_view import title
 from ablate.report.table import ReportRow, Stat, Table3
 
 # Fixed colours per group (matplotlib's tab10), so the same group looks the same in every plot.
@@ -113,23 +114,22 @@ def _plot_metric(ax, table: Table3, rows: list[ReportRow], metric: str, better: 
     ax.set_axisbelow(True)
     ours_text = f"{ours_base.mean:.2f}" if ours_base else "n/a"
     floor = f", unigram floor {table.floor:.2f}" if metric == "ppl" and table.floor is not None else ""
-    ax.set_title(
-        f"dev {name}: change vs base ({better})\nbase: ours {ours_text}, paper {paper_base:g}{floor}", fontsize=10
-    )
+    paper_text = f", paper {paper_base:g}" if table.has_paper else ""
+    ax.set_title(f"dev {name}: change vs base ({better})\nbase: ours {ours_text}{paper_text}{floor}", fontsize=10)
     ax.set_xlabel(f"{name} change vs base row (%); bars: 95% bootstrap CI, * p < {table.alpha:g}")
 
 
-def _legend(fig, rows: list[ReportRow]) -> None:
+def _legend(fig, rows: list[ReportRow], paper: bool) -> None:
     from matplotlib.patches import Patch
 
     groups = list(dict.fromkeys(r.group for r in rows))
     handles = [
         Patch(facecolor=GROUP_COLORS.get(g, OTHER_COLOR), label=f"{g}: {GROUP_TITLES.get(g, g)}") for g in groups
     ]
-    handles += [
-        Patch(facecolor="#666666", label="ours (solid)"),
-        Patch(facecolor="#666666", alpha=0.35, hatch="///", edgecolor="#666666", label="paper (hatched)"),
-    ]
+    handles.append(Patch(facecolor="#666666", label="ours (solid)"))
+    if paper:
+        paper_patch = Patch(facecolor="#666666", alpha=0.35, hatch="///", edgecolor="#666666", label="paper (hatched)")
+        handles.append(paper_patch)
     fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), fontsize=9, frameon=False)
 
 
@@ -151,9 +151,8 @@ def plot_table(table: Table3, path: str | Path) -> Path:
         for y in range(1, len(rows)):
             if rows[y].group != rows[y - 1].group:
                 ax.axhline(y - 0.5, color="#999999", linewidth=0.6, linestyle=":")
-    title = f"Table 3 reproduction: {table.name}" if table.name else "Table 3 reproduction"
-    fig.suptitle(f"{title}  (ours vs Vaswani et al. 2017)", fontsize=12)
-    _legend(fig, rows)
+    fig.suptitle(title(table) + ("  (ours vs Vaswani et al. 2017)" if table.has_paper else ""), fontsize=12)
+    _legend(fig, rows, table.has_paper)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)

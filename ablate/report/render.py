@@ -18,6 +18,7 @@ from typing import Any
 
 from ablate.report.cells import (
     PAIRING,
+    drop_paper_columns,
     fmt_params,
     fmt_setting,
     group_label,
@@ -30,6 +31,7 @@ from ablate.report.cells import (
     row_label,
     shown_settings,
 )
+from ablate.report.columns import OTHER_KEY
 from ablate.report.errors import ReportError
 from ablate.report.fidelity import fidelity
 from ablate.report.paper import CITATION, COLUMN_KEYS, COLUMNS
@@ -52,7 +54,7 @@ def _cells(table: Table3) -> list[list[str]]:
             [
                 group_label(row.group) if row.group != previous_group else "",
                 row_label(row),
-                *(fmt_setting(key, shown.get(key)) if key in shown else "" for key in COLUMN_KEYS),
+                *(fmt_setting(key, shown.get(key)) if key in shown else "" for key, _ in table.columns),
                 result_cell(table, row, "ppl", 2),
                 interval_cell(table, row, "ppl", 2),
                 p_cell(row, "ppl"),
@@ -70,10 +72,7 @@ def _cells(table: Table3) -> list[list[str]]:
     return out
 
 
-HEADERS = [
-    "",
-    "row",
-    *(header for _, header in COLUMNS),
+RESULT_HEADERS = [
     "PPL (Δ)",
     "ΔPPL boot [95% CI]",
     "p boot / seeds",
@@ -88,27 +87,34 @@ HEADERS = [
 ]
 
 
+def headers(table: Table3) -> list[str]:
+    """The md / LaTeX header: group, row, the settings columns the table has, then the results."""
+    return ["", "row", *(header for _, header in table.columns), *RESULT_HEADERS]
+
+
 # ----------------------------------------------------------------------------------------------
 # Formats
 # ----------------------------------------------------------------------------------------------
 
 
 def _search_cells(table: Table3, body: list[list[str]]) -> list[str]:
-    """A search table's extra md columns (the best params, the search's counts); HEADERS otherwise."""
+    """A search table's extra md columns (the best params, the search's counts) added to the headers."""
     if table.search is None:
-        return HEADERS
+        return headers(table)
     for cells, row in zip(body, table.rows):
         s = row.search
         best = f"best #{s.best_number} of " if s is not None and s.best_number is not None else ""
         cells += [s.params_text, best + s.counts] if s is not None else ["", ""]
-    return [*HEADERS, "tuned (best params)", "search"]
+    return [*headers(table), "tuned (best params)", "search"]
 
 
 def render_md(table: Table3) -> str:
     body = _cells(table)
-    headers = _search_cells(table, body)
-    widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
-    numeric = set(range(2, len(HEADERS)))  # right-align numbers, as a reader scans them by column
+    heads, body = drop_paper_columns(table, _search_cells(table, body), body)
+    widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(heads)]
+    # right-align numbers, as a reader scans them by column; "other changes" and a search's columns are text
+    text = {dict(table.columns).get(OTHER_KEY), "tuned (best params)", "search"}
+    numeric = {i for i, h in enumerate(heads) if i >= 2 and h not in text}
 
     def line(cells: list[str]) -> str:
         padded = [c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))]
@@ -119,7 +125,7 @@ def render_md(table: Table3) -> str:
     if table.search is not None:
         ranges = "; ".join(p.describe() for p in table.search.params)
         lines += [f"Each row at its {spec_text(table.search)}. Searched: {ranges}.", ""]
-    lines += [line(headers), rule, *(line(r) for r in body), ""]
+    lines += [line(heads), rule, *(line(r) for r in body), ""]
     lines += [f"- {note}" for note in (*notes(table, fidelity(table)), *legend_lines(table))]
     return "\n".join(lines) + "\n"
 
@@ -235,13 +241,15 @@ CSV_FIELDS = [
 
 def render_csv(table: Table3) -> str:
     buf = io.StringIO()
-    fields = CSV_FIELDS if table.search is None else [*CSV_FIELDS, *SEARCH_CSV_FIELDS]
+    extra = [key for key, _ in table.columns if key not in COLUMN_KEYS]  # the slot / "other" columns it has
+    fields = CSV_FIELDS[: 3 + len(COLUMN_KEYS)] + extra + CSV_FIELDS[3 + len(COLUMN_KEYS) :]
+    fields += SEARCH_CSV_FIELDS if table.search is not None else []
     writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for row in table.rows:
         rec = row_record(row, table)
         shown = shown_settings(row)
-        rec.update({key: shown.get(key, "") for key in COLUMN_KEYS})
+        rec.update({key: shown.get(key, "") for key, _ in table.columns})
         rec.update(csv_record(row))
         writer.writerow({k: "" if v is None else v for k, v in rec.items()})
     return buf.getvalue()
@@ -301,16 +309,23 @@ def _tex(text: str) -> str:
     return "".join(_TEX.get(c, c) for c in text)
 
 
+def _latex_headers(table: Table3) -> list[str]:
+    """The paper's ten setting headers in its notation, the table's extra columns as text, then the results."""
+    n = 2 + len(COLUMNS)
+    extra = [_tex(header) for key, header in table.columns if key not in COLUMN_KEYS]
+    return [*_LATEX_HEADERS[:n], *extra, *_LATEX_HEADERS[n:]]
+
+
 def render_latex(table: Table3) -> str:
-    body = _cells(table)
+    heads, body = drop_paper_columns(table, _latex_headers(table), _cells(table))
     lines = [
         "% " + title(table),
         *([f"% each row at its {spec_text(table.search)}"] if table.search is not None else []),
         *(f"% tuned {r.name}: {r.search.params_text} ({r.search.counts})" for r in table.rows if r.search),
         "% needs \\usepackage{booktabs} and \\usepackage{amsmath}",
-        "\\begin{tabular}{ll" + "c" * len(COLUMNS) + "r" * 11 + "}",
+        "\\begin{tabular}{ll" + "c" * len(table.columns) + "r" * (len(heads) - 2 - len(table.columns)) + "}",
         "\\toprule",
-        " & ".join(_LATEX_HEADERS) + " \\\\",
+        " & ".join(heads) + " \\\\",
         "\\midrule",
     ]
     for i, cells in enumerate(body):

@@ -114,7 +114,9 @@ def spec_record(spec: SearchSpec) -> dict[str, Any]:
 
 
 def title(table: Table3) -> str:
-    what = "Tuned Table 3" if table.search is not None else "Table 3 reproduction"
+    what = "Table 3 reproduction" if table.has_paper else "Ablation table"  # rows without paper values
+    if table.search is not None:
+        what = "Tuned Table 3" if table.has_paper else "Tuned ablation table"
     return f"{what}: {table.name}" if table.name else what
 
 

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ablate.eval.significance import Comparison, SeedComparison, welch_seeds
+from ablate.report.columns import OTHER_KEY, other_changes, slot_settings, table_columns
 from ablate.report.errors import ReportError
-from ablate.report.paper import PAPER, PaperRow, changed_settings, paper_delta, settings_of
+from ablate.report.paper import PAPER, PaperRow, paper_delta, settings_of
 
 # The metrics the table reads from a trial (keys written by training; see docs/architecture.md).
 PPL_KEY = "val/ppl"
@@ -85,8 +86,8 @@ class ReportRow:
     name: str  # the sweep row's name
     group: str  # base, A..E, big or the sweep's own group
     paper: PaperRow | None  # the paper's row this one reproduces, if any
-    settings: dict[str, Any]  # all ten Table 3 settings (None when no trial has a config yet)
-    changed: dict[str, Any]  # the settings that differ from our base row
+    settings: dict[str, Any]  # the ten Table 3 settings and the slots (empty when no trial has a config yet)
+    changed: dict[str, Any]  # the settings that differ from our base row; "other": the rest, as text
     ppl: Stat | None = None
     bleu: Stat | None = None
     params: int | None = None
@@ -150,6 +151,16 @@ class Table3:
     def base(self) -> ReportRow | None:
         return next((r for r in self.rows if r.is_base), None)
 
+    @property
+    def has_paper(self) -> bool:
+        """Whether some row reproduces one of the paper's (``paper:``); if none, no paper columns or fidelity."""
+        return any(r.paper is not None for r in self.rows)
+
+    @property
+    def columns(self) -> tuple[tuple[str, str], ...]:
+        """(key, header) of the settings columns: the paper's ten, then the slots and "other" some row changes."""
+        return table_columns(self.rows)
+
 
 def _number(value: Any) -> float | None:
     """A finite float, or None for missing / NaN values (a diverged run has no PPL to average)."""
@@ -196,15 +207,24 @@ def _row_meta(
     return groups, papers
 
 
+def _settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {**settings_of(config), **slot_settings(config)} if config else {}
+
+
+def _changed(config: Mapping[str, Any] | None, base_config: Mapping[str, Any] | None, paper: str | None,
+             ignore: Sequence[str]) -> dict[str, Any]:  # fmt: skip
+    """The settings a row changes against base; without both configs, the paper's cells of its row."""
+    if base_config is None or not config:
+        return dict(PAPER[paper].changes) if paper in PAPER else {}
+    mine, base = _settings(config), _settings(base_config)
+    changed = {key: mine.get(key) for key in mine if mine.get(key) != base.get(key)}
+    other = other_changes(config, base_config, ignore)
+    return {**changed, OTHER_KEY: other} if other else changed
+
+
 def _report_row(name: str, trials: list[TrialLike], group: str, paper: str | None,
-                base_settings: dict[str, Any] | None, is_base: bool) -> ReportRow:  # fmt: skip
+                base_config: Mapping[str, Any] | None, is_base: bool, ignore: Sequence[str]) -> ReportRow:  # fmt: skip
     config = next((t.config for t in trials if t.config), None)
-    settings = settings_of(config) if config else {}
-    # Without our base's config we cannot tell what changed: fall back to the paper's cells.
-    if base_settings is not None and settings:
-        changed = changed_settings(settings, base_settings)
-    else:
-        changed = dict(PAPER[paper].changes) if paper in PAPER else {}
     done = [t for t in trials if t.state == "done"]
     states: dict[str, int] = {}
     for t in trials:
@@ -214,8 +234,8 @@ def _report_row(name: str, trials: list[TrialLike], group: str, paper: str | Non
         name=name,
         group=group,
         paper=PAPER.get(paper) if paper else None,
-        settings=settings,
-        changed=changed,
+        settings=_settings(config),
+        changed=_changed(config, base_config, paper, ignore),
         ppl=Stat.of([v for t in done if (v := _number(t.metrics.get(PPL_KEY))) is not None]),
         bleu=Stat.of([v for t in done if (v := _number(t.metrics.get(BLEU_KEY))) is not None]),
         params=int(params) if params else None,
@@ -230,11 +250,13 @@ def build_table(
     row_order: Sequence[str] | None = None,
     name: str = "",
     row_info: Mapping[str, Mapping[str, Any]] | None = None,
+    ignore: Sequence[str] = (),
 ) -> Table3:
     """Aggregate trial results into report rows, in the sweep file's row order.
 
     ``row_info`` (row name -> ``{group, paper}``) describes rows of the sweep file that have no trial
-    in the store yet, so they still show, marked as waiting.
+    in the store yet, so they still show, marked as waiting. ``ignore``: config keys (dotted) that the
+    "other changes" column leaves out (a search's parameters, which its own column shows).
     """
     results = list(results)
     names = _ordered_rows(results, row_order)
@@ -246,8 +268,7 @@ def build_table(
     groups, papers = _row_meta(names, by_row, row_info or {})
     base_name = _pick_base(names, by_row, groups)
     base_config = next((t.config for t in by_row[base_name] if t.config), None)
-    base_settings = settings_of(base_config) if base_config else None
-    rows = [_report_row(n, by_row[n], groups[n], papers[n], base_settings, n == base_name) for n in names]
+    rows = [_report_row(n, by_row[n], groups[n], papers[n], base_config, n == base_name, ignore) for n in names]
     base = next(r for r in rows if r.is_base)
     for row in rows:
         if row.is_base:

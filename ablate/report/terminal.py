@@ -11,15 +11,25 @@ from __future__ import annotations
 
 import textwrap
 
-from ablate.report.cells import fmt_setting, group_label, legend, result_cell, row_label, signed
+from ablate.report.cells import (
+    drop_paper_columns,
+    fidelity_lines,
+    fmt_setting,
+    group_label,
+    legend,
+    result_cell,
+    row_label,
+    signed,
+)
+from ablate.report.columns import OTHER_KEY
 from ablate.report.fidelity import fidelity
-from ablate.report.paper import COLUMNS
 from ablate.report.search_view import legend_lines, spec_text, title
 from ablate.report.table import ReportRow, Table3
 
 WIDTH = 110  # the widest line printed (long row names and changes are cut with "…" to fit)
 MAX_ROW = 18  # characters of a row's label
 MAX_CHANGES = 26  # characters of the "changes" column
+PAPER_DELTA_WIDTH = 12  # a "paper Δ" column and its gap: room the changes get where there is no paper column
 MIN_TEXT = 10  # the row and changes columns shrink to this when the table is wider than WIDTH
 SHORT_STATES = {"running": "run", "waiting": "wait", "failed": "fail"}
 
@@ -28,10 +38,14 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _changes(row: ReportRow) -> str:
+def _changes(row: ReportRow, columns: tuple[tuple[str, str], ...]) -> str:
     if row.is_base:
         return "(see above)" if row.settings else ""
-    return " ".join(f"{header}={fmt_setting(key, row.changed[key])}" for key, header in COLUMNS if key in row.changed)
+    return " ".join(
+        row.changed[key] if key == OTHER_KEY else f"{header}={fmt_setting(key, row.changed[key])}"
+        for key, header in columns
+        if key in row.changed
+    )
 
 
 def _paper_delta(row: ReportRow, index: int, digits: int) -> str:
@@ -50,7 +64,7 @@ def _row_cells(table: Table3, row: ReportRow, group: str) -> list[str]:
     return [
         group,
         _clip(row_label(row), MAX_ROW),
-        _clip(_changes(row), MAX_CHANGES),
+        _clip(_changes(row, table.columns), MAX_CHANGES if table.has_paper else MAX_CHANGES + 2 * PAPER_DELTA_WIDTH),
         result_cell(table, row, "ppl", 2).replace(" ± ", "±"),
         _paper_delta(row, 0, 2),
         result_cell(table, row, "bleu", 1).replace(" ± ", "±"),
@@ -61,7 +75,7 @@ def _row_cells(table: Table3, row: ReportRow, group: str) -> list[str]:
 
 HEADERS = ["", "row", "changes", "dev PPL (Δ)", "paper Δ", "dev BLEU (Δ)", "paper Δ", "runs"]
 TUNED_HEADER = "tuned"  # a search table's best params, when they fit
-RIGHT = {3, 4, 5, 6}  # numbers right-aligned
+RIGHT = {"dev PPL (Δ)", "paper Δ", "dev BLEU (Δ)"}  # numbers right-aligned
 
 
 def _head(table: Table3) -> list[str]:
@@ -71,7 +85,7 @@ def _head(table: Table3) -> list[str]:
     if table.search is not None:
         lines += textwrap.wrap(f"each row at its {spec_text(table.search)}", WIDTH, subsequent_indent="  ")
     if base is not None and base.settings:
-        settings = " ".join(f"{h}={fmt_setting(k, base.settings.get(k))}" for k, h in COLUMNS)
+        settings = " ".join(f"{h}={fmt_setting(k, base.settings.get(k))}" for k, h in table.columns if k != OTHER_KEY)
         lines += textwrap.wrap(f"base ({base.name}): {settings}", WIDTH, subsequent_indent="  ")
     return lines + [""]
 
@@ -135,18 +149,19 @@ def render_text(table: Table3) -> str:
     for row in table.rows:
         body.append(_row_cells(table, row, group_label(row.group) if row.group != previous else ""))
         previous = row.group
-    headers = list(HEADERS)
+    headers, body = drop_paper_columns(table, list(HEADERS), body)
     column = _tuned_column(headers, body, table)
+    right = {i for i, h in enumerate(headers) if h in RIGHT}
     widths = _fit(_widths(headers, body))
     body = [[_clip(c, widths[i]) if i in (1, 2) else c for i, c in enumerate(r)] for r in body]
 
     def line(cells: list[str]) -> str:
-        padded = [c.rjust(w) if i in RIGHT else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))]
+        padded = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))]
         return "  ".join(padded).rstrip()
 
     lines = [*_head(table), line(headers), line(["-" * w for w in widths]), *(line(r) for r in body), ""]
     lines += _tuned_list(table, params=not column)
-    notes = [*legend(table, terminal=True), *legend_lines(table), *fidelity(table).lines()]
+    notes = [*legend(table, terminal=True), *legend_lines(table), *fidelity_lines(table, fidelity(table))]
     notes += [f"failed: {row.name} {failure}" for row in table.rows for failure in row.failures]
     for note in notes:
         lines += textwrap.wrap(note, WIDTH, initial_indent="- ", subsequent_indent="  ")

@@ -45,7 +45,10 @@ SEARCH_COLUMNS = ["best_run", "best_value", "best_trial", "tuned_params", "searc
 
 
 def table_columns(table: Table3) -> list[str]:
-    return TABLE_COLUMNS + (SEARCH_COLUMNS if table.search is not None else [])
+    """TABLE_COLUMNS with the table's slot / "other" columns after the paper's settings, then a search's."""
+    extra = [key for key, _ in table.columns if key not in COLUMN_KEYS]
+    at = 3 + len(COLUMN_KEYS)
+    return TABLE_COLUMNS[:at] + extra + TABLE_COLUMNS[at:] + (SEARCH_COLUMNS if table.search is not None else [])
 
 
 def _search_cells(row: Any) -> dict[str, Any]:
@@ -63,7 +66,7 @@ def table_rows(table: Table3) -> list[list[Any]]:
     for row in table.rows:
         rec = row_record(row, table)
         shown = row.settings if row.is_base and row.settings else row.changed
-        rec.update({key: fmt_setting(key, shown.get(key)) if key in shown else "" for key in COLUMN_KEYS})
+        rec.update({key: fmt_setting(key, shown.get(key)) if key in shown else "" for key, _ in table.columns})
         rec["params_m"] = round(row.params / 1e6, 4) if row.params else None
         rec["paper_params_m"] = float(rec["paper_params_m"]) if rec["paper_params_m"] is not None else None
         if table.search is not None:

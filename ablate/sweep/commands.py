@@ -57,11 +57,12 @@ def print_dry_run(sweep: Sweep, as_json: bool) -> int:
         print(json.dumps(out, indent=2))
         return 0
     width = max(len(r["row"]) for r in rows)
-    print(f"{'row':<{width}}  group  paper  seed  {'params':>8}  {'FLOPs':>8}  {'dev-h':>8}  overrides")
+    gw = max(5, *(len(r["group"]) for r in rows))  # a group name is any string ("combination", ...)
+    print(f"{'row':<{width}}  {'group':<{gw}}  paper  seed  {'params':>8}  {'FLOPs':>8}  {'dev-h':>8}  overrides")
     for r in rows:
         print(
-            f"{r['row']:<{width}}  {r['group']:<5}  {r['paper'] or '':<5}  {r['seed']:>4}  {r['params'] / 1e6:>7.1f}M"
-            f"  {r['flops']:>8.2e}  {r['device_hours']:>8.3g}  {' '.join(r['overrides'])}"
+            f"{r['row']:<{width}}  {r['group']:<{gw}}  {r['paper'] or '':<5}  {r['seed']:>4}"
+            f"  {r['params'] / 1e6:>7.1f}M  {r['flops']:>8.2e}  {r['device_hours']:>8.3g}  {' '.join(r['overrides'])}"
         )
     seen = {json.dumps(r["assumption"], sort_keys=True) for r in rows}
     for a in map(json.loads, sorted(seen)):
