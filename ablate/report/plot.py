@@ -32,6 +32,16 @@ GROUP_COLORS = {
     "big": "#8c564b",
 }
 OTHER_COLOR = "#7f7f7f"
+# A sweep's own groups ("residual", "ffn", ...) take the rest of tab10 and tab10's light shades, in order.
+SPARE_COLORS = ("#e377c2", "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94")
+
+
+def group_colors(rows: list[ReportRow]) -> dict[str, str]:
+    """Each group's colour: the paper's groups keep theirs; other groups get a spare one each (grey when
+    there are more groups than colours)."""
+    own = [g for g in dict.fromkeys(r.group for r in rows) if g not in GROUP_COLORS]
+    spare = {g: SPARE_COLORS[i] if i < len(SPARE_COLORS) else OTHER_COLOR for i, g in enumerate(own)}
+    return {**GROUP_COLORS, **spare}
 
 
 CLIP_PCT = 100.0  # axis limit in % change; larger changes are clipped and labelled
@@ -62,9 +72,10 @@ def _interval_pct(row: ReportRow, metric: str, base: Stat | None) -> tuple[float
 def _bars(table: Table3, rows: list[ReportRow], metric: str, ax, bar: float) -> list[tuple]:
     """(y, value %, color, style, interval %, label) of each bar; rows without one get a note."""
     ours_base = getattr(table.base, metric) if table.base else None
+    colors = group_colors(rows)
     out: list[tuple] = []
     for y, row in enumerate(rows):
-        color = GROUP_COLORS.get(row.group, OTHER_COLOR)
+        color = colors.get(row.group, OTHER_COLOR)
         ours = _relative(getattr(row, metric), ours_base)
         paper = _paper_relative(row, metric)
         if ours is not None:
@@ -124,7 +135,11 @@ def _legend(fig, rows: list[ReportRow], paper: bool) -> None:
 
     groups = list(dict.fromkeys(r.group for r in rows))
     handles = [
-        Patch(facecolor=GROUP_COLORS.get(g, OTHER_COLOR), label=f"{g}: {GROUP_TITLES.get(g, g)}") for g in groups
+        Patch(
+            facecolor=group_colors(rows).get(g, OTHER_COLOR),
+            label=f"{g}: {GROUP_TITLES[g]}" if g in GROUP_TITLES else g,
+        )
+        for g in groups
     ]
     handles.append(Patch(facecolor="#666666", label="ours (solid)"))
     if paper:
