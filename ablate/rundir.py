@@ -29,6 +29,9 @@ from typing import Any
 from ablate.atomic import atomic_write_json, atomic_write_text, remove_stale_temps
 from ablate.errors import AblateError
 
+# Set by a launcher when it spawns a trial's process (time.time()), so the trial can report its start-up time.
+SPAWNED_AT_ENV = "ABLATE_SPAWNED_AT"
+
 CONFIG = "config.yaml"
 PROVENANCE = "provenance.json"
 PROGRESS = "progress.json"

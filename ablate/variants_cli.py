@@ -7,8 +7,9 @@ until a command runs: ``--help`` stays light.
   doc; model slots also say whether the class has a closed-form parameter count (``closed``) or is
   counted by building it (``counted``), and which plugin module registered it.
 - ``ablate check-variants MODULE ...``: import the modules (a name on the path or a ``.py`` file), run
-  the contract of ablate/model/contract.py on every model variant they registered, one PASS/FAIL line
-  per check; exit 1 if any check failed, 2 if a module cannot be imported or registered nothing.
+  the contract of ablate/model/contract.py on every model variant they registered and the one of
+  ablate/data/contract.py on every corpus they registered, one PASS/FAIL (or SKIP) line per check;
+  exit 1 if any check failed, 2 if a module cannot be imported or registered nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ablate.errors import AblateError
 
 
 class VariantsError(AblateError):
-    """A plugin module could not be imported, or registered no model variant."""
+    """A plugin module could not be imported, or registered no model variant and no corpus."""
 
 
 def import_module(spec: str) -> ModuleType:
@@ -75,39 +76,66 @@ def variants(imports: list[str]) -> int:
     return 0
 
 
+def _from(obj: Any, names: set[str]) -> bool:
+    mod = getattr(obj, "__module__", "") or ""
+    return mod in names or any(mod.startswith(n + ".") for n in names)
+
+
 def plugin_variants(modules: list[ModuleType]) -> list[tuple[str, str]]:
     """(slot kind, name) of the model variants whose class lives in one of ``modules``."""
     from ablate.model.slots import SLOT_REGISTRIES
 
     names = {m.__name__ for m in modules}
-    found = []
-    for kind, reg in sorted(SLOT_REGISTRIES.items()):
-        for name in reg.names():
-            mod = getattr(reg.get(name), "__module__", "")
-            if mod in names or any(mod.startswith(n + ".") for n in names):
-                found.append((kind, name))
-    return found
+    return [
+        (kind, name)
+        for kind, reg in sorted(SLOT_REGISTRIES.items())
+        for name in reg.names()
+        if _from(reg.get(name), names)
+    ]
+
+
+def plugin_corpora(modules: list[ModuleType]) -> list[str]:
+    """Names of the corpora whose class lives in one of ``modules``."""
+    from ablate.data.catalog import CORPORA
+
+    names = {m.__name__ for m in modules}
+    return [name for name in CORPORA.names() if _from(CORPORA.get(name), names)]
 
 
 def check_variants(specs: list[str], checks: list[str] | None = None) -> int:
-    """Run the model contract on what ``specs`` register; 0 if every check passed, else 1."""
-    from ablate.model.contract import CHECKS, run_contract
+    """Run the model and corpus contracts on what ``specs`` register; 0 if every check passed, else 1."""
+    from ablate.data import contract as corpus_contract
+    from ablate.model import contract as model_contract
 
-    unknown = sorted(set(checks or ()) - set(CHECKS))
+    unknown = sorted(set(checks or ()) - set(model_contract.CHECKS) - set(corpus_contract.CHECKS))
     if unknown:
-        raise VariantsError(f"unknown check(s) {', '.join(unknown)} (valid: {', '.join(CHECKS)})")
-    found = plugin_variants([import_module(s) for s in specs])
-    if not found:
+        valid = [*model_contract.CHECKS, *corpus_contract.CHECKS]
+        raise VariantsError(f"unknown check(s) {', '.join(unknown)} (valid: {', '.join(valid)})")
+    modules = [import_module(s) for s in specs]
+    found, corpora = plugin_variants(modules), plugin_corpora(modules)
+    if not found and not corpora:
         raise VariantsError(
-            f"{', '.join(specs)} registered no model variant (positional, attention, norm, ffn, residual)"
+            f"{', '.join(specs)} registered no model variant (positional, attention, norm, ffn, residual) and no corpus"
         )
-    results = run_contract(found, checks)
+    results: list[Any] = []
+    if found:
+        results += model_contract.run_contract(found, _only(checks, model_contract.CHECKS))
+    if corpora:
+        results += corpus_contract.run_contract(corpora, _only(checks, corpus_contract.CHECKS))
     for result in results:
         print(result.line())
     failed = [r for r in results if not r.ok]
-    total = f"{len(results)} checks on {len(found)} variant(s)"
+    parts = [f"{len(found)} variant(s)"] if found else []
+    parts += [f"{len(corpora)} corpus(es)"] if corpora else []
+    skipped = sum(getattr(r, "status", "") == "SKIP" for r in results)
+    total = f"{len(results)} checks on {' and '.join(parts)}" + (f" ({skipped} skipped)" if skipped else "")
     print(f"{total}: {len(failed)} failed" if failed else f"{total}: all passed")
     return 1 if failed else 0
+
+
+def _only(checks: list[str] | None, valid: Any) -> list[str] | None:
+    """The ``--check`` names that belong to one contract (None: all of its checks)."""
+    return None if checks is None else [c for c in checks if c in valid]
 
 
 def add_variant_commands(sub: argparse._SubParsersAction) -> None:
@@ -116,7 +144,7 @@ def add_variant_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--imports", nargs="+", default=[], metavar="MODULE", help="plugin modules to import first")
     s.set_defaults(func=lambda a: variants(a.imports))
 
-    s = sub.add_parser("check-variants", help="run the model variant contract on what a plugin module registers")
+    s = sub.add_parser("check-variants", help="run the model variant and corpus contracts on what a plugin registers")
     s.add_argument("modules", nargs="+", metavar="MODULE", help="module name (cwd searched first) or path/to/file.py")
     s.add_argument("--check", action="append", default=None, metavar="NAME", help="run only this check (repeatable)")
     s.set_defaults(func=lambda a: check_variants(a.modules, a.check))

@@ -106,6 +106,15 @@ def read_parallel(src: Path, tgt: Path) -> Iterator[tuple[int, str, str]]:
             yield lineno, _decode(a, src, lineno), _decode(b, tgt, lineno)
 
 
+def write_tiny_pairs(folder: Path, stems: list[str], langs: tuple[str, str] = ("en", "de")) -> None:
+    """Three aligned pairs per stem in ``folder/<stem>.<lang>`` (the corpus contract's offline instances)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for stem in stems:
+        for lang in langs:
+            lines = [f"{stem} sentence {i} in {lang}" for i in range(3)]
+            (folder / f"{stem}.{lang}").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+
+
 def file_hash(path: Path, cache_dir: Path) -> str:
     """sha256 of a file's content, memoized by (path, size, mtime) so a cache hit stays under a second."""
     st = path.stat()
@@ -146,6 +155,11 @@ class GeneratedCorpus(Corpus):
     @classmethod
     def open(cls, options: dict[str, Any], **_where: Any) -> Corpus:  # generated: root, languages unused
         return cls(builtin.Options(**options))
+
+    @classmethod
+    def contract_options(cls, tmp_dir: Path) -> dict[str, Any]:
+        sizes = dict(n_train=20, n_valid=5, n_test=5, n_nouns=40, n_adjectives=10, n_verbs=15, n_adverbs=5)
+        return {"args": {**sizes, "n_preps": 3, "max_words": 20}}
 
     def split_names(self) -> list[str]:
         return list(SPLITS)
@@ -192,6 +206,12 @@ class TextFiles(FileCorpus):
         base = Path(root) if root else Path.cwd()
         files = {split: _split_files(spec, base, src_lang, tgt_lang) for split, spec in options.items()}
         return cls("textfiles", files)
+
+    @classmethod
+    def contract_options(cls, tmp_dir: Path) -> dict[str, Any]:
+        write_tiny_pairs(tmp_dir, ["train", "dev", "test"])
+        return {"args": {"train": "train", "valid": ["dev.en", "dev.de"], "test": {"src": "test.en", "tgt": "test.de"}},
+                "root": str(tmp_dir)}  # fmt: skip
 
 
 MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{name}.{lang}.gz"
@@ -252,6 +272,11 @@ class Multi30k(FileCorpus):
         files = {split: _fetch_pair(folder, remote, local, (src_lang, tgt_lang), progress)
                  for split, (remote, local) in MULTI30K_SPLITS.items()}  # fmt: skip
         return cls("multi30k", files)
+
+    @classmethod
+    def contract_options(cls, tmp_dir: Path) -> dict[str, Any]:
+        write_tiny_pairs(tmp_dir, [local for _, local in MULTI30K_SPLITS.values()])  # train.en, test2016.de ...
+        return {"args": {"download": False}, "root": str(tmp_dir)}
 
 
 def _fetch_pair(folder: Path, remote: str, local: str, langs: tuple[str, str], progress: bool) -> tuple[Path, Path]:

@@ -85,6 +85,15 @@ class Corpus(ABC):
         """Build the corpus from checked ``options`` (files are located / downloaded here)."""
         raise NotImplementedError(f"{cls.__name__} is not a registered corpus (it has no open())")
 
+    @classmethod
+    def contract_options(cls, tmp_dir: Path) -> dict[str, Any] | None:
+        """The ``data`` settings of a tiny offline instance, for the corpus contract (ablate/data/contract.py).
+
+        A dict with ``args`` (data.args) and, where needed, ``root``, ``src_lang`` and ``tgt_lang``; write
+        any small local files it needs into ``tmp_dir``. None (the default): the contract skips the corpus.
+        """
+        return None
+
     @abstractmethod
     def split_names(self) -> list[str]:
         """The splits this corpus provides; always includes train."""

@@ -32,6 +32,9 @@ class Launcher:
 
     KEYS: dict[str, str] = {}
     poll_s: float = 1.0
+    # "module:function" the trials this launcher starts train with (None: ablate.train.run:train); the
+    # launcher contract (ablate/sweep/launch/contract.py) sets a stand-in here, which a launcher must honour.
+    trial_fn: str | None = None
 
     def __init__(self, sweep: Sweep, store: SweepStore) -> None:
         self.sweep, self.store = sweep, store

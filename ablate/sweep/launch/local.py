@@ -6,7 +6,8 @@ threads) for CPU cores. Each trial runs as ``python -m ablate.sweep.worker`` in 
 so a crash or a kill -9 of a trial cannot take the sweep down, and Ctrl-C can stop a trial with
 everything it spawned (DataLoader workers, DDP ranks). The command a slot runs is
 ``worker_command`` (a constructor argument; the sweep tests give a worker script of their own that
-trains with a fake trainer) followed by the worker's ``--url/--study/--trial/--token`` arguments.
+trains with a fake trainer) followed by the worker's ``--url/--study/--trial/--token`` arguments;
+with the default command, ``trial_fn`` (set by the launcher contract) replaces the trainer.
 GPU or CPU is decided by :func:`ablate.devices.device_kind`.
 """
 
@@ -24,12 +25,18 @@ from pathlib import Path
 from typing import Any
 
 from ablate.devices import device_kind
+from ablate.rundir import SPAWNED_AT_ENV
 from ablate.sweep.errors import SweepError
 from ablate.sweep.launch.base import Launcher
 from ablate.sweep.launch.registry import LAUNCHERS
 from ablate.sweep.state import Attempt
 
 WORKER_COMMAND = (sys.executable, "-m", "ablate.sweep.worker")
+# The worker with ``trial_fn`` ("module:function", argv[1]) in place of the trainer.
+_WITH_TRIAL_FN = (
+    "import sys; from ablate.sweep.worker import load_trial_fn, main; "
+    "sys.exit(main(sys.argv[2:], trial_fn=load_trial_fn(sys.argv[1])))"
+)
 
 
 def _uses_gpu(config: Mapping[str, Any]) -> bool:
@@ -145,10 +152,12 @@ class LocalLauncher(Launcher):
             threads = len(devices)
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             env[var] = str(threads)
+        env[SPAWNED_AT_ENV] = repr(time.time())  # the trial's start-up (imports, ...) counts from here
         run_dir = Path(a.attrs["run_dir"])
         run_dir.mkdir(parents=True, exist_ok=True)
+        own_fn = self.trial_fn and self.worker_command == WORKER_COMMAND  # a worker_command given wins
         cmd = [
-            *self.worker_command,
+            *((sys.executable, "-c", _WITH_TRIAL_FN, str(self.trial_fn)) if own_fn else self.worker_command),
             "--url",
             self.store.url,
             "--study",
