@@ -134,9 +134,36 @@ def sweep(
         )
     modes = [t.config.get("logging", {}).get("wandb") for t in spec.shapes] + [spec.wandb.get("mode")]
     resolve_modes(modes, str(spec.path), f"ablate sync {spec.path}")
+    return _launch(spec, opened, launcher_options, detach)
+
+
+def _prepare_once(spec: Sweep, views: Sequence[TrialView]) -> None:
+    """Prepare each distinct corpus of the trials still to run, once, before any trial starts (the
+    trials then open it from the cache instead of waiting on the first one's BPE)."""
+    todo = {v.trial_id for v in views if v.state not in ("done", "pruned")}
+    configs = [t.config for t in (spec.shapes if spec.search is not None else spec.trials) if t.trial_id in todo or
+               spec.search is not None]  # fmt: skip
+    distinct = {json.dumps(c.get("data", {}), sort_keys=True, default=str): c["data"] for c in configs if c.get("data")}
+    if not distinct:
+        return
+    from omegaconf import OmegaConf
+
+    from ablate.data.prepare import prepare_data
+
+    t0 = time.time()
+    for data in distinct.values():
+        prepare_data(OmegaConf.create(data), progress=True)
+    print(f"data: {len(distinct)} prepared corpus(es) ready in {time.time() - t0:.1f} s (cached for every trial)")
+
+
+def _launch(spec: Sweep, opened: OpenSweep, launcher_options: Mapping[str, Any] | None, detach: bool) -> SweepRun:
     from ablate.sweep.launch import LAUNCHERS
 
     launcher = LAUNCHERS.get(spec.launcher["name"])(spec, opened.store, **dict(launcher_options or {}))
+    before = opened.store.trial_states(spec)
+    local = spec.launcher["name"] == "local"
+    if local:  # a SLURM controller may sit on a login node: there the first job prepares the data
+        _prepare_once(spec, before)
     t0 = time.time()
     counts = launcher.run(detach=detach)
     if detach:
@@ -146,16 +173,27 @@ def sweep(
             f"follow with `ablate status {spec.path}`"
         )
         return SweepRun(0, spec, finished=False)
-    return _ended(launcher.sweep, opened, counts, time.time() - t0)
+    done_before = {v.trial_id for v in before if v.state == "done"}
+    slots = launcher.capacity() if local else 0
+    return _ended(launcher.sweep, opened, counts, time.time() - t0, done_before, slots)
 
 
-def _ended(spec: Sweep, opened: OpenSweep, counts: Mapping[str, int], seconds: float) -> SweepRun:
-    """The controller's last lines: the tally and each failure; code 0 when every trial finished."""
+def _ended(spec: Sweep, opened: OpenSweep, counts: Mapping[str, int], seconds: float,
+           done_before: set[str] = frozenset(), slots: int = 0) -> SweepRun:  # fmt: skip
+    """The controller's last lines: the tally, the efficiency of a local sweep's slots (ablate.sweep.efficiency)
+    and each failure; code 0 when every trial finished."""
     shown = ("done", "pruned", "failed", "waiting", "running") if spec.search else ("done", "failed", "waiting")
     shown += ("running",) if not spec.search else ()
     tally = ", ".join(f"{counts.get(s, 0)} {s}" for s in shown)
     print(f"sweep {spec.name}: {tally} in {seconds:.0f} s")
-    for v in opened.store.trial_states(spec):
+    views = opened.store.trial_states(spec)
+    if slots:
+        from ablate.sweep.efficiency import efficiency_lines
+
+        finished = [v.metrics for v in views if v.state == "done" and v.trial_id not in done_before]
+        for line in efficiency_lines(finished, seconds, slots):
+            print(line)
+    for v in views:
         if v.state == "failed":
             print(f"  failed: {v.row} seed {v.seed}: {v.failure}")
     finished = counts.get("done", 0) + counts.get("pruned", 0) == len(spec.trials)

@@ -47,12 +47,29 @@ def choose_final_weights(
     return "last", step, last_nll
 
 
-def final_metrics(
-    cfg: DictConfig, trainer: Any, system: Any, prepared: Any, rd: RunDir, monitor: Any, t0: float, run_id: str
-) -> dict[str, Any]:
-    """Dev and test metrics of the final model -> metrics.json, outputs/<split>.hyp and .nll."""
+def _timing(timing: dict[str, float | None], train_s: float, eval_s: float) -> dict[str, float | None]:
+    """Where a trial's time went: start-up, data, set-up, validation during fit (fit minus training
+    steps; checkpoint writes included) and the final evaluation, in seconds."""
+    fit = timing.get("fit_s")
+    return {
+        "startup_s": timing.get("startup_s"),
+        "data_s": timing.get("data_s"),
+        "setup_s": timing.get("setup_s"),
+        "val_time_s": max(0.0, fit - train_s) if fit is not None else None,
+        "eval_time_s": eval_s,
+    }
+
+
+def final_metrics(cfg: DictConfig, trainer: Any, system: Any, prepared: Any, rd: RunDir, monitor: Any, t0: float,
+                  run_id: str, timing: dict[str, float | None] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Dev and test metrics of the final model -> metrics.json, outputs/<split>.hyp and .nll.
+
+    ``timing`` (seconds: startup_s, data_s, setup_s, fit_s) joins the metrics with the final evaluation's
+    own time, for the sweep's efficiency line (ablate.sweep.efficiency).
+    """
     from ablate.model.build import count_parameters
 
+    t_eval = time.monotonic()
     step = int(trainer.global_step)
     if step == 0 and rd.last_ckpt.is_file():  # ddp_spawn: training ran in child processes, their state is in files
         step = checkpoint_step(rd.last_ckpt)
@@ -85,6 +102,7 @@ def final_metrics(
             "tokens_per_sec": tokens_per_sec,
             "train_time_s": monitor.train_seconds,
             "wall_time_s": time.monotonic() - t0,
+            **_timing(timing or {}, monitor.train_seconds, time.monotonic() - t_eval),
             "step": step,
             "epoch": int(trainer.current_epoch),
             "checkpoint": used,

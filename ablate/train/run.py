@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 from ablate.config import save_config, to_dict
 from ablate.errors import Pruned
 from ablate.eval.evaluate import evaluate_run
-from ablate.rundir import RunDir, RunDirError
+from ablate.rundir import SPAWNED_AT_ENV, RunDir, RunDirError
 from ablate.train.identity import check_resumable, make_run_dir, wandb_run_id
 from ablate.train.preempt import Preempted
 
@@ -83,14 +83,8 @@ def open_run_dir(cfg: DictConfig, output_dir: str | Path | None, resume: bool) -
     return rd, resume_step
 
 
-def train(
-    cfg: DictConfig,
-    output_dir: str | Path | None = None,
-    *,
-    resume: bool = True,
-    trainer_kwargs: dict[str, Any] | None = None,
-    wandb_id: str | None = None,
-) -> dict[str, Any]:
+def train(cfg: DictConfig, output_dir: str | Path | None = None, *, resume: bool = True,
+          trainer_kwargs: dict[str, Any] | None = None, wandb_id: str | None = None) -> dict[str, Any]:  # fmt: skip
     """Train and evaluate one configuration; returns (and writes to metrics.json) the final metrics."""
     import lightning.pytorch as pl
 
@@ -102,8 +96,10 @@ def train(
     from ablate.train.trainer import build_trainer
 
     t0 = time.monotonic()
+    timing: dict[str, float | None] = {"startup_s": _startup_seconds()}
     rd, resume_step = open_run_dir(cfg, output_dir, resume)
     prepared = prepare_data(cfg.data, progress=cfg.logging.progress_bar)
+    timing["data_s"] = time.monotonic() - t0
     dm = TranslationDataModule(
         prepared.dir,
         cfg.data.max_tokens,
@@ -122,11 +118,14 @@ def train(
         rd.write_provenance(provenance(cfg, trainer, resumed=resume_step is not None))
     status, metrics = "failed", {}
     try:
+        t_fit = time.monotonic()
+        timing["setup_s"] = t_fit - t0 - timing["data_s"]
         trainer.fit(system, datamodule=dm, ckpt_path=str(rd.last_ckpt) if resume_step is not None else None)
+        timing["fit_s"] = time.monotonic() - t_fit
         if not trainer.is_global_zero:
             status = "done"
             return {}
-        metrics = final_metrics(cfg, trainer, system, prepared, rd, monitor, t0, run_id)
+        metrics = final_metrics(cfg, trainer, system, prepared, rd, monitor, t0, run_id, timing)
         _log_final(trainer, metrics)
         status = "done"
         return metrics
@@ -140,6 +139,14 @@ def train(
         if trainer.is_global_zero:
             _write_final_progress(rd, monitor.last, metrics, status, time.monotonic() - t0)
         _finish_wandb(trainer, status)
+
+
+def _startup_seconds() -> float | None:
+    """Seconds since a launcher spawned this process (interpreter, imports, worker set-up); None unless it says."""
+    try:
+        return max(0.0, time.time() - float(os.environ[SPAWNED_AT_ENV]))
+    except (KeyError, ValueError):
+        return None
 
 
 def _write_final_progress(

@@ -94,3 +94,10 @@ def test_real_sweep_survives_kill_9_and_resumes(tmp_path: Path) -> None:
     assert [r.state for r in results] == ["done", "done"]
     for r in results:
         assert r.metrics["step"] == 300 and r.metrics["val/ppl"] > 1 and r.params == r.metrics["params"] > 0
+        # where the trial's time went (ablate.sweep.efficiency): spawn-to-start, data, validation, final eval
+        assert r.metrics["startup_s"] > 0 and r.metrics["data_s"] >= 0 and r.metrics["eval_time_s"] > 0
+        assert r.metrics["val_time_s"] >= 0 and r.metrics["train_time_s"] > 0
+    text = out.decode()
+    # the controller prepared the corpus once before any trial started, and ends with the efficiency line
+    assert text.index("prepared corpus(es) ready") < text.index("running"), text[:2000]
+    assert "efficiency: " in text and "of slot time in training and evaluation steps" in text, text[-2000:]
