@@ -1,6 +1,7 @@
-"""SLURM preemption resumes in place, with no controller running: `scontrol requeue` mid-training and a
-time limit (submitit's SIGUSR2 ahead of it) each end in one completed attempt - no failure, no retry
-spent, the same job and W&B run id - whose result equals an uninterrupted run's.
+"""SLURM preemption resumes in place, with no controller running: `scontrol requeue` mid-training, a
+time limit with submitit's SIGUSR2 ahead of it and one with only SLURM's SIGTERM each end in one
+completed attempt - no failure, no retry spent, the same job and W&B run id - whose result equals an
+uninterrupted run's.
 
 Against a real slurmctld (skipped when ``sbatch`` is absent or no controller answers). The sweeps are
 submitted with ``--detach``: the controller exits at once and nothing but the jobs themselves runs.
@@ -82,13 +83,15 @@ def _job_log(path: Path) -> str:
 
 
 def _uninterrupted_fake_metrics(path: Path) -> dict[str, Any]:
-    """The fake trainer's result for the same trial, run straight through in a fresh directory."""
+    """The fake trainer's result for the same trial, run straight through in a fresh directory (with no
+    fake.json beside it: no sleep per step, which changes no metric)."""
     from fake_trainer import train
 
     from ablate.config import from_dict
 
     cfg = from_dict(load_sweep(path).trials[0].config)
-    return train(cfg, str(path.parent / "straight"), resume=True)
+    cfg.logging.output_dir = str(path.parent / "straight" / "runs" / "t")
+    return train(cfg, str(path.parent / "straight" / "run"), resume=True)
 
 
 def test_scontrol_requeue_resumes_in_place_without_a_controller(slurm_cluster, write_sweep):
@@ -136,6 +139,38 @@ def test_time_limit_checkpoints_and_requeues_itself(slurm_cluster, write_sweep):
     assert {k: a.attrs["metrics"][k] for k in SAME} == {k: straight[k] for k in SAME}
     sacct = subprocess.run(["sacct", "-n", "-P", "-X", "-o", "State", "-j", a.attrs["slurm_job"]], capture_output=True)
     assert b"TIMEOUT" not in sacct.stdout, sacct.stdout  # requeued before the limit, never killed by it
+
+
+def test_time_limit_with_only_sigterm_requeues_itself(slurm_cluster, write_sweep):
+    # signal_delay_s 0 (--signal=USR2@0): SLURM 22.05 sends no SIGUSR2 at all, only the SIGTERM of the
+    # time limit, 0-30 s after the 1-minute limit (6-22 s seen), with the job already TIMEOUT in sacct
+    # and SIGKILL KillWait (5 s) later. The trial trains 85 s after a start-up of 10-15 s: it needs a
+    # requeue, which only the task itself makes (SLURM never requeues a TIMEOUT job), and the rest fits
+    # in the second minute.
+    path = write_sweep(
+        rows=[{"name": "a", "group": "A"}],
+        launcher={**LAUNCHER, "timeout_min": 1, "signal_delay_s": 0},
+        overrides=["train.max_steps=340"],
+        fake={"*": {"step_s": 0.25}},
+    )
+    _detach(path, [sys.executable, str(Path(__file__).parent / "fake_controller.py")], fake_env())
+    attempts = _wait(lambda: _finished(path), 500, "the trial to finish across SIGTERM-only time limits")
+    log = _job_log(path)
+    a = _assert_resumed_in_place(path, attempts, log)
+    assert a.attrs["preempted"].startswith("SIGTERM received"), a.attrs  # not SIGUSR2
+    assert "SIGUSR2 received" not in log and "SIGTERM is the time limit" in log, log
+    assert "SIGTERM at the time limit: scontrol requeue" in log and "but scontrol requeue" not in log, log
+    runs = calls(load_sweep(path).trials[0].run_dir)
+    assert len(runs) >= 2 and all(r["start"] > 0 for r in runs[1:]), runs
+    assert len({c["wandb_id"] for c in runs}) == 1 and len({c["job"] for c in runs}) == 1
+    straight = _uninterrupted_fake_metrics(path)
+    assert {k: a.attrs["metrics"][k] for k in SAME} == {k: straight[k] for k in SAME}
+    sacct = ["sacct", "-n", "-P", "-X", "-D", "-o", "State", "-j", a.attrs["slurm_job"]]
+    states = subprocess.run(sacct, capture_output=True, text=True).stdout.split()
+    # Each time limit became a requeue (TIMEOUT -> REQUEUED). The last run may still read TIMEOUT: one
+    # that finishes the trial within seconds of its limit is marked so while it exits.
+    assert len(states) >= 2 and set(states[:-1]) == {"REQUEUED"}, states
+    assert states[-1] in ("COMPLETED", "TIMEOUT"), states
 
 
 def test_threads_follow_cpus_per_task(slurm_cluster, write_sweep):

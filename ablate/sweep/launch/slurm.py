@@ -10,14 +10,19 @@ SIGUSR2 (submitit's ``--signal=USR2@signal_delay_s`` before the time limit) from
 SIGUSR2 handler exits mid-step) and from Lightning (whose SIGTERM handler raises without a checkpoint;
 ``SLURMEnvironment(auto_requeue=False)`` keeps its own scontrol requeue off). Training stops at the
 next step boundary with ``last.ckpt`` written there; the attempt stays RUNNING under the job's token
-(no failure, no retry spent; ``requeues`` counts them) and W&B is closed as preempting. After SIGUSR2
-the task runs ``scontrol requeue`` itself (nothing else would); after SIGTERM SLURM is requeueing
-already (or cancelling: a requeue must not undo that). The requeued job re-enters the same attempt
-by its token, resumes from last.ckpt into the same W&B run and finishes - no controller needed. Each
-task sets its intra-op threads (OMP/MKL, torch) to the CPUs it asked for.
+(no failure, no retry spent; ``requeues`` counts them) and W&B is closed as preempting. The task
+runs ``scontrol requeue`` itself where nothing else would: after SIGUSR2, and after a SIGTERM that
+squeue shows to be the time limit (``Reason=TimeLimit``; SLURM sends it 0-30 s after the limit, with no
+SIGUSR2 before it when ``signal_delay_s`` is 0, and ends the job TIMEOUT, never requeued; a requeue
+within KillWait of it is accepted). After any other SIGTERM SLURM is requeueing already (or
+cancelling: a requeue must not undo that). The requeued job re-enters the same attempt by its token,
+resumes from last.ckpt into the same W&B run and finishes - no controller needed. A requeue refused
+fails the attempt as ``timeout`` with one line saying so (a rerun retries it). Each task sets its
+intra-op threads (OMP/MKL, torch) to the CPUs it asked for.
 
 Job states come from ``sacct`` (a cancelled job is seen only there): a RUNNING or WAITING attempt
-whose job ended without recording a result is failed with the SLURM state as its reason.
+whose job ended without recording a result is failed with the SLURM state as its reason - TIMEOUT
+only once the heartbeat is stale (sacct says TIMEOUT for the seconds before the job requeues itself).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -101,7 +107,11 @@ class SlurmTrial:
             print(
                 f"ablate: {names} received: trial #{self.storage_id} checkpointed, kept for this job", file=sys.stderr
             )
-            _requeue_if_needed(preempt.signals())
+            refused = _requeue_if_needed(preempt.signals())
+            if refused:
+                from ablate.sweep.store import SweepStore
+
+                SweepStore(self.url, self.study).fail(self.storage_id, refused, "timeout")
             # Like submitit after its own requeue: exit without a result, so nothing reads this run as done.
             raise SystemExit(-1)
         return state
@@ -140,18 +150,57 @@ def _cpus_per_task() -> str | None:
     return None
 
 
-def _requeue_if_needed(signals: list[int]) -> None:
-    """SIGUSR2 (the time limit is near, or a preemption that sends the job's signal): nothing requeues the
-    job unless it does. SIGTERM alone: SLURM is already requeueing it (scontrol requeue, preemption) -
-    or cancelling it, which a requeue must not undo."""
-    if signal.SIGUSR2 not in signals or os.environ.get("SLURM_PROCID", "0") != "0":
-        return  # rank 0 requeues a multi-task job
+def _requeue_if_needed(signals: list[int]) -> str | None:
+    """Requeue this job where nothing else will; returns the line to record when SLURM refused.
+
+    SIGUSR2 (the time limit is near, or a preemption that sends the job's signal) and a SIGTERM that is
+    the time limit: nothing requeues the job unless it does. Any other SIGTERM: SLURM is already
+    requeueing it (scontrol requeue, preemption) - or cancelling it, which a requeue must not undo."""
     job = os.environ.get("SLURM_JOB_ID")
-    if job:
-        done = subprocess.run(["scontrol", "requeue", job], capture_output=True, text=True, timeout=60)
-        print(f"ablate: scontrol requeue {job}: exit code {done.returncode}", file=sys.stderr)
-        if done.returncode != 0:
-            print(f"ablate: scontrol requeue {job} failed: {done.stderr.strip()}", file=sys.stderr)
+    if not job or os.environ.get("SLURM_PROCID", "0") != "0":
+        return None  # rank 0 requeues a multi-task job
+    if signal.SIGUSR2 in signals:
+        why = "SIGUSR2 before the time limit"
+    elif signal.SIGTERM in signals and _sigterm_is_time_limit(job):
+        why = "SIGTERM at the time limit"
+    else:
+        return None
+    done = _slurm(["scontrol", "requeue", job], timeout=20)
+    code = "no answer" if done is None else f"exit code {done.returncode}"
+    print(f"ablate: {why}: scontrol requeue {job}: {code}", file=sys.stderr)
+    if done is not None and done.returncode == 0:
+        return None
+    err = done.stderr.strip().splitlines()[-1] if done is not None and done.stderr.strip() else code
+    line = f"{why}: checkpointed, but scontrol requeue {job} failed ({err}); a rerun of the sweep retries it"
+    print(f"ablate: {line}", file=sys.stderr)
+    return line
+
+
+def _sigterm_is_time_limit(job: str) -> bool:
+    """Ask slurmctld why the job is stopping (squeue); its end time from the environment if it cannot say."""
+    from ablate.train import preempt
+
+    done = _slurm(["squeue", "-h", "-j", job, "-o", "%T|%r|%e"], timeout=5)
+    info = preempt.parse_squeue(done.stdout) if done is not None and done.returncode == 0 else None
+    env_end = preempt.env_end_time(os.environ.get("SLURM_JOB_END_TIME"))
+    verdict = preempt.is_time_limit(time.time(), info, env_end)
+    seen = f"squeue: {done.stdout.strip()!r}" if info is not None else f"SLURM_JOB_END_TIME={env_end}"
+    print(f"ablate: SIGTERM {'is' if verdict else 'is not'} the time limit ({seen})", file=sys.stderr)
+    return verdict
+
+
+def _slurm(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str] | None:
+    """Run a SLURM client command; once more if a signal killed it (the stop's second SIGTERM, sent to
+    the whole step, kills children too). None when it could not run or did not answer in time."""
+    done = None
+    for _ in range(2):
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if done.returncode >= 0:
+            return done
+    return done
 
 
 @LAUNCHERS.register("slurm")
@@ -238,7 +287,7 @@ class SlurmLauncher(Launcher):
         return self._states.get(str(job)) if job else None
 
     def poll(self) -> None:
-        attempts = self.active()
+        attempts, grace = self.active(), float(self.sweep.heartbeat["grace_s"])
         self._refresh_states([str(a.attrs["slurm_job"]) for a in attempts if a.attrs.get("slurm_job")])
         for a in attempts:
             state = self._job_state(a)
@@ -246,6 +295,8 @@ class SlurmLauncher(Launcher):
                 continue
             if a.state == "RUNNING" and self.store.get(a.storage_id).state != "RUNNING":
                 continue
+            if state == "TIMEOUT" and a.state == "RUNNING" and a.silent_s() <= grace:
+                continue  # a job that checkpoints at its time limit requeues itself (TIMEOUT -> REQUEUED)
             kind = "cancelled" if state == "CANCELLED" else ("crashed" if state != "TIMEOUT" else "timeout")
             self.store.fail(a.storage_id, f"SLURM job {a.attrs['slurm_job']} {state}", kind)
 
