@@ -4,7 +4,8 @@ options, and the limits that span sections (positions vs. sentence and translati
 Types and unknown keys are checked while the layers merge (ablate/config.py). Every error is one line
 ``<layer>: <key>: <what is wrong and what to do>`` where ``<layer>`` is the file or override that set
 the key (:class:`Origins`). Names are checked against the registries of the section that uses them:
-corpora through ablate/data/catalog.py (no torch), model variants through ablate/model/slots.py.
+corpora through ablate/data/catalog.py, model variants through ablate/model_size.py (neither imports
+torch: the built-in variants' names, args and closed forms are in ablate/model_catalog.py).
 Launchers are the sweep file's business, not the config's.
 """
 
@@ -183,7 +184,7 @@ def _check_corpus(c: _Checker) -> None:
 
 
 def _check_variants(c: _Checker) -> None:
-    from ablate.model.slots import check_slot
+    from ablate.model_size import check_slot, model_slots
     from ablate.registry import RegistryError
 
     for kind in SLOT_FIELDS:
@@ -191,8 +192,6 @@ def _check_variants(c: _Checker) -> None:
             check_slot(kind, c.cfg.model[kind])
         except RegistryError as exc:
             c.fail(f"model.{kind}", str(exc))
-    from ablate.model.slots import model_slots
-
     try:  # the closed forms refuse impossible combinations (e.g. gqa's n_kv_heads not dividing n_heads)
         for slot in model_slots(c.cfg.model).values():
             slot.num_params()

@@ -73,13 +73,7 @@ class Registry(Generic[T]):
             raise RegistryError(self.unknown_message(name)) from None
 
     def unknown_message(self, name: object) -> str:
-        valid = ", ".join(sorted(self._entries)) or "(none registered)"
-        hint = ""
-        if isinstance(name, str):
-            close = difflib.get_close_matches(name, list(self._entries), n=1, cutoff=0.5)
-            if close:
-                hint = f"; did you mean {close[0]!r}?"
-        return f"unknown {self.kind} {name!r}{hint} (valid: {valid})"
+        return unknown_message(self.kind, name, list(self._entries))
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries
@@ -96,6 +90,17 @@ class Registry(Generic[T]):
     def describe(self) -> list[tuple[str, str]]:
         """(name, one-line description) for every entry, sorted by name."""
         return [(n, self._docs[n]) for n in self.names()]
+
+
+def unknown_message(kind: str, name: object, names: list[str]) -> str:
+    """The one line for a name not among ``names``: the closest one if any, and every valid one."""
+    valid = ", ".join(sorted(names)) or "(none registered)"
+    hint = ""
+    if isinstance(name, str):
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+        if close:
+            hint = f"; did you mean {close[0]!r}?"
+    return f"unknown {kind} {name!r}{hint} (valid: {valid})"
 
 
 def parse_slot(spec: Any, kind: str = "slot") -> tuple[str, dict[str, Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -23,14 +24,54 @@ def test_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_help_does_not_import_lightning() -> None:
-    # `ablate --help`, `status`, `table` and dry runs must stay fast: Lightning costs 5-6 s to import.
+    # `ablate --help`, `status`, `table` and dry runs must stay fast: Lightning costs 5-6 s to import, torch 2-3 s.
     code = (
         "import sys; from ablate.cli import build_parser; build_parser();"
-        "import ablate.config, ablate.registry;"
-        "print(any(m.startswith('lightning') for m in sys.modules))"
+        "import ablate.config, ablate.registry, ablate.model_size;"
+        "print(any(m.startswith(('lightning', 'torch')) for m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+LIGHT_SWEEP = """\
+name: light
+experiment: {experiment}
+overrides: [model.d_model=32, model.d_ff=64, model.n_heads=4, model.n_layers=1, trainer.accelerator=cpu]
+launcher: {{name: local, slots: 1}}
+wandb: {{mode: disabled}}
+rows:
+  - {{name: base, group: base, paper: base}}
+  - {{name: swapped, group: V, overrides: [model.positional=rope, model.attention=gqa, model.norm=rmsnorm,
+                                         model.ffn=swiglu, model.residual=pre]}}
+  - {{name: t5 deep, group: V, overrides: ["model.positional={{name: t5, args: {{n_buckets: 16}}}}",
+                                         model.residual=deepnorm, model.ffn=geglu, model.norm=scalenorm]}}
+"""
+HEAVY = ("torch", "lightning", "pytorch_lightning", "matplotlib", "wandb")
+
+
+@pytest.mark.parametrize("command", [["sweep", "--dry-run", "--json"], ["status"], ["table"], ["--help"]], ids=" ".join)
+def test_the_fast_commands_import_no_torch(command: list[str], tmp_path: Path) -> None:
+    # `sweep --dry-run`, `status`, `table` and `--help` answer in about a second: torch alone takes 2-3 s
+    # to import (Lightning 5-6 s). Variant names, args and parameter counts come from ablate/model_catalog.py.
+    sweep = tmp_path / "light.yaml"
+    sweep.write_text(LIGHT_SWEEP.format(experiment=ROOT / "experiments" / "mini.yaml"), encoding="utf-8")
+    args = command if command == ["--help"] else [command[0], str(sweep), *command[1:]]
+    code = (
+        "import sys\nfrom ablate.cli import main\n"
+        "try:\n    rc = main(sys.argv[1:])\nexcept SystemExit as exc:\n    rc = exc.code\n"
+        f"print('heavy:', sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))\n"
+        "sys.exit(rc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=tmp_path, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == "heavy: []"
+    if command[0] == "sweep":  # every slot counted by its closed form: params and FLOPs per row
+        trials = json.loads(done.stdout.rsplit("heavy:", 1)[0])["trials"]
+        assert [t["row"] for t in trials] == ["base", "swapped", "t5 deep"]
+        assert len({t["params"] for t in trials}) == 3 and all(t["flops"] > 0 for t in trials)
 
 
 def test_variants_lists_model_registries(capsys: pytest.CaptureFixture[str]) -> None:

@@ -142,3 +142,26 @@ def test_big_extends_base_and_the_issues_python_api_works() -> None:
         model = ablate.build_model(cfg.model, vocab_size=37000)
     attn = model.encoder_layers[0].self_attn
     assert (attn.n_heads, attn.d_k, attn.d_v) == (4, 128, 128)
+
+
+def test_files_are_read_again_when_rewritten_and_loads_share_nothing(tmp_path: Path) -> None:
+    # a file's layers are parsed and merged once per content (a sweep loads one config per trial)
+    parent = _write(tmp_path / "parent.yaml", "model: {n_heads: 4}\n")
+    child = _write(tmp_path / "child.yaml", "extends: parent.yaml\ntrain: {max_steps: 7}\n")
+    first = load_config(child)
+    first.model.d_model, first.train.max_steps = 256, 1  # changes no later load
+    _write(parent, "model: {n_heads: 2}\n")  # the same size, maybe the same mtime
+    again = load_config(child, layers=[("row", {"model": {"d_ff": 64}})])
+    assert (again.model.n_heads, again.model.d_model, again.model.d_ff, again.train.max_steps) == (2, 512, 64, 7)
+    assert load_config(child).model.d_ff == 2048
+
+
+def test_the_first_wrong_layer_is_the_one_named(tmp_path: Path) -> None:
+    exp = _write(tmp_path / "exp.yaml", "model: {n_heads: abc}\n")
+    with pytest.raises(ConfigError, match=r"^.*exp\.yaml: model\.n_heads: .*abc"):
+        load_config(exp, overrides=["model.dmodel=4"])  # a later layer's unknown key is not the first mistake
+    ok = _write(tmp_path / "ok.yaml", "model: {n_heads: 4}\n")
+    with pytest.raises(ConfigError, match=r"^row: model\.d_ff: .*x"):
+        load_config(ok, layers=[("row", ["model.d_ff=x"])], overrides=["model.dmodel=4"])
+    with pytest.raises(ConfigError, match=r"^command line: unknown key 'model\.dmodel'"):
+        load_config(ok, layers=[("row", ["model.d_ff=8"])], overrides=["model.dmodel=4"])

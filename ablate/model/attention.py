@@ -35,14 +35,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ablate.model_catalog import attention_params, check_heads, default_kv_heads, gqa_params, mha_params, mqa_params
 from ablate.registry import Registry
 
 ATTENTION: Registry[type[nn.Module]] = Registry("attention", "how queries attend to keys and values")
-
-
-def check_heads(n_heads: int, kv_heads: int) -> None:
-    if kv_heads < 1 or n_heads % kv_heads:
-        raise ValueError(f"n_heads={n_heads} must be a multiple of the key/value heads ({kv_heads})")
 
 
 class Attention(nn.Module):
@@ -61,12 +57,8 @@ class Attention(nn.Module):
         self.out_proj = nn.Linear(n_heads * d_v, d_model)
         self.reset_parameters()
 
-    @staticmethod
-    def count(d_model: int, n_heads: int, d_k: int, d_v: int, kv_heads: int) -> int:
-        """Closed-form parameter count of this layout (subclasses call it from their ``num_params``)."""
-        check_heads(n_heads, kv_heads)
-        rows = n_heads * d_k + kv_heads * (d_k + d_v)
-        return (d_model + 1) * rows + (n_heads * d_v + 1) * d_model
+    # closed-form parameter count of this layout (subclasses call it from their ``num_params``)
+    count = staticmethod(attention_params)
 
     def reset_parameters(self) -> None:
         # Xavier-uniform per projection (as fairseq / tensor2tensor); the paper does not specify.
@@ -149,13 +141,7 @@ class MultiHeadAttention(Attention):
     def __init__(self, d_model: int, n_heads: int, d_k: int, d_v: int, dropout: float = 0.0) -> None:
         super().__init__(d_model, n_heads, d_k, d_v, dropout)
 
-    @staticmethod
-    def num_params(d_model: int, n_heads: int, d_k: int, d_v: int) -> int:
-        return Attention.count(d_model, n_heads, d_k, d_v, kv_heads=n_heads)
-
-
-def default_kv_heads(n_heads: int) -> int:
-    return n_heads // 2 if n_heads % 2 == 0 else 1
+    num_params = staticmethod(mha_params)  # closed forms: ablate/model_catalog.py (no torch)
 
 
 @ATTENTION.register("gqa")
@@ -168,10 +154,7 @@ class GroupedQueryAttention(Attention):
         kv = default_kv_heads(n_heads) if n_kv_heads is None else n_kv_heads
         super().__init__(d_model, n_heads, d_k, d_v, dropout, kv_heads=kv)
 
-    @staticmethod
-    def num_params(d_model: int, n_heads: int, d_k: int, d_v: int, n_kv_heads: int | None = None) -> int:
-        kv = default_kv_heads(n_heads) if n_kv_heads is None else n_kv_heads
-        return Attention.count(d_model, n_heads, d_k, d_v, kv_heads=kv)
+    num_params = staticmethod(gqa_params)
 
 
 @ATTENTION.register("mqa")
@@ -181,6 +164,4 @@ class MultiQueryAttention(Attention):
     def __init__(self, d_model: int, n_heads: int, d_k: int, d_v: int, dropout: float = 0.0) -> None:
         super().__init__(d_model, n_heads, d_k, d_v, dropout, kv_heads=1)
 
-    @staticmethod
-    def num_params(d_model: int, n_heads: int, d_k: int, d_v: int) -> int:
-        return Attention.count(d_model, n_heads, d_k, d_v, kv_heads=1)
+    num_params = staticmethod(mqa_params)

@@ -21,6 +21,7 @@ plus every slot arg (the loader refuses an arg the constructor does not accept):
 Parameter counts are closed form: every registered class may define ``num_params`` (a staticmethod or
 classmethod taking the constructor's keywords) in its own class body. A class that does not (or
 inherits it) is built once on the meta device, which allocates nothing, and its parameters counted.
+The counting needs no torch (ablate/model_size.py): the dry run counts built-in variants without it.
 """
 
 from __future__ import annotations
@@ -33,15 +34,12 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from ablate.config import model_section
-from ablate.config_schema import ModelConfig, enc_dec_layers, head_dims
+from ablate.config_schema import ModelConfig, enc_dec_layers
 from ablate.data.special import PAD_ID
-from ablate.model.attention import Attention
 from ablate.model.slots import Slot, model_slots
 from ablate.model.transformer import DecoderLayer, EncoderLayer, Transformer
-
-# Used by train_flops when the caller does not know the average sentence lengths: about the mean
-# subword length of one side of a WMT'14 En-De sentence pair.
-TYPICAL_SENTENCE_LEN = 32
+from ablate.model_size import count_parameters as closed_form_count
+from ablate.model_size import train_flops as estimate_flops
 
 
 def _section(model_cfg: Any) -> DictConfig:
@@ -109,17 +107,9 @@ def build_model(model_cfg: DictConfig, vocab_size: int, pad_id: int = PAD_ID) ->
 
 
 def count_parameters(model_cfg: DictConfig, vocab_size: int) -> int:
-    """Closed-form parameter count of ``build_model(model_cfg, vocab_size)``; allocates nothing."""
-    m = _section(model_cfg)
-    slots = model_slots(m)
-    n_enc, n_dec = enc_dec_layers(m)
-    attn, ffn, norm = (slots[k].num_params() for k in ("attention", "ffn", "norm"))
-    embeddings = vocab_size * m.d_model * (1 if m.tie_embeddings else 3)
-    total = embeddings + slots["src_positional"].num_params() + slots["tgt_positional"].num_params()
-    for res, n_layers, n_sub, n_attn in ((slots["enc_residual"], n_enc, 2, 1), (slots["dec_residual"], n_dec, 3, 2)):
-        wrapper = res.num_params() + res.cls.norms_per_sublayer * norm  # one residual wrapper and its norms
-        total += n_layers * (n_attn * attn + ffn + n_sub * wrapper) + (norm if res.cls.final_norm else 0)
-    return total
+    """Closed-form parameter count of ``build_model(model_cfg, vocab_size)``; allocates nothing
+    (the arithmetic, torch-free: ablate/model_size.py)."""
+    return closed_form_count(_section(model_cfg), vocab_size)
 
 
 def train_flops(
@@ -136,30 +126,9 @@ def train_flops(
     Q.K^T and weights.V at the average lengths ``src_len`` / ``tgt_len`` (causal self-attention sees
     (T+1)/2 keys on average), cross-attention K/V once per source token per decoder layer, and the
     V-way output projection). Training = 3x forward (the backward pass costs about twice the forward).
-    Lengths default to TYPICAL_SENTENCE_LEN. The K/V projections move with the attention slot's own
-    parameter count against multi-head attention's, so GQA / MQA cost their fewer key/value heads; the
-    scores are h query heads over every key, whatever the variant.
+    Lengths default to TYPICAL_SENTENCE_LEN (32, ablate/model_size.py, which does the arithmetic without
+    torch). The K/V projections move with the attention slot's own parameter count against multi-head
+    attention's, so GQA / MQA cost their fewer key/value heads; the scores are h query heads over every
+    key, whatever the variant.
     """
-    m = _section(model_cfg)
-    n_enc, n_dec = enc_dec_layers(m)
-    d_k, d_v = head_dims(m)
-    d, h = m.d_model, m.n_heads
-    s_len = float(src_len if src_len is not None else TYPICAL_SENTENCE_LEN)
-    t_len = float(tgt_len if tgt_len is not None else TYPICAL_SENTENCE_LEN)
-    slots = model_slots(m)
-    ffn = 2.0 * slots["ffn"].num_params()
-
-    def scores(keys: float) -> float:  # Q.K^T and weights.V for one query over `keys` keys
-        return 2.0 * h * (d_k + d_v) * keys
-
-    q_o = 2.0 * (d * h * d_k + h * d_v * d)  # W_Q and W_O per query token
-    # W_K and W_V per key/value token; a variant with other parameter counts than multi-head attention
-    # (GQA, MQA: fewer K/V heads) moves them by 2 FLOPs per parameter of difference
-    extra = slots["attention"].num_params() - Attention.count(d, h, d_k, d_v, kv_heads=h)
-    k_v = max(0.0, 2.0 * (d * h * d_k + d * h * d_v + extra))
-    enc_token = q_o + k_v + scores(s_len) + ffn
-    dec_token = (q_o + k_v + scores((t_len + 1) / 2)) + (q_o + scores(s_len)) + ffn
-    forward = src_tokens * n_enc * enc_token  # encoder
-    forward += src_tokens * n_dec * k_v  # cross-attention K/V of the encoder output, per decoder layer
-    forward += tgt_tokens * (n_dec * dec_token + 2.0 * d * vocab_size)  # decoder + output projection
-    return 3.0 * forward
+    return estimate_flops(_section(model_cfg), vocab_size, src_tokens, tgt_tokens, src_len, tgt_len)

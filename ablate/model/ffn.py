@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ablate.model_catalog import ffn_params, glu_params, glu_width
 from ablate.registry import Registry
 
 FFN: Registry[type[nn.Module]] = Registry("ffn", "position-wise feed-forward network inside every layer")
@@ -35,9 +36,7 @@ class ReluFFN(nn.Module):
         self.w1 = _linear(d_model, d_ff)
         self.w2 = _linear(d_ff, d_model)
 
-    @staticmethod
-    def num_params(d_model: int, d_ff: int) -> int:
-        return (d_model + 1) * d_ff + (d_ff + 1) * d_model
+    num_params = staticmethod(ffn_params)  # closed forms: ablate/model_catalog.py (no torch)
 
     def activation(self, h: Tensor) -> Tensor:
         return F.relu(h)
@@ -50,17 +49,10 @@ class ReluFFN(nn.Module):
 class GeluFFN(ReluFFN):
     """The paper's FFN with GELU instead of ReLU (Hendrycks & Gimpel 2016; as in BERT and GPT-2)."""
 
-    @staticmethod
-    def num_params(d_model: int, d_ff: int) -> int:
-        return (d_model + 1) * d_ff + (d_ff + 1) * d_model
+    num_params = staticmethod(ffn_params)  # in its own body: an inherited closed form is not trusted
 
     def activation(self, h: Tensor) -> Tensor:
         return F.gelu(h)
-
-
-def glu_width(d_ff: int, d_inner: int | None) -> int:
-    """Inner width of a gated FFN: 2/3 d_ff by default (three matrices at the relu block's count)."""
-    return d_inner if d_inner is not None else max(1, (2 * d_ff) // 3)
 
 
 @FFN.register("swiglu")
@@ -72,10 +64,7 @@ class SwiGLU(nn.Module):
         h = glu_width(d_ff, d_inner)
         self.w_gate, self.w_up, self.w_down = _linear(d_model, h), _linear(d_model, h), _linear(h, d_model)
 
-    @staticmethod
-    def num_params(d_model: int, d_ff: int, d_inner: int | None = None) -> int:
-        h = glu_width(d_ff, d_inner)
-        return 2 * (d_model + 1) * h + (h + 1) * d_model
+    num_params = staticmethod(glu_params)
 
     def gate(self, g: Tensor) -> Tensor:
         return F.silu(g)
@@ -88,10 +77,7 @@ class SwiGLU(nn.Module):
 class GeGLU(SwiGLU):
     """(GELU(x W) * x V) W2, inner width 2/3 d_ff by default so params match relu (Shazeer 2020)."""
 
-    @staticmethod
-    def num_params(d_model: int, d_ff: int, d_inner: int | None = None) -> int:
-        h = glu_width(d_ff, d_inner)
-        return 2 * (d_model + 1) * h + (h + 1) * d_model
+    num_params = staticmethod(glu_params)
 
     def gate(self, g: Tensor) -> Tensor:
         return F.gelu(g)

@@ -15,6 +15,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from ablate.model_catalog import layernorm_params, rmsnorm_params, scalenorm_params
 from ablate.registry import Registry
 
 NORM: Registry[type[nn.Module]] = Registry("norm", "normalization of the residual stream")
@@ -27,9 +28,7 @@ class LayerNorm(nn.LayerNorm):
     def __init__(self, d_model: int, eps: float = 1e-5) -> None:
         super().__init__(d_model, eps=eps)
 
-    @staticmethod
-    def num_params(d_model: int, eps: float = 1e-5) -> int:
-        return 2 * d_model
+    num_params = staticmethod(layernorm_params)  # closed forms: ablate/model_catalog.py (no torch)
 
 
 @NORM.register("rmsnorm")
@@ -39,9 +38,7 @@ class RMSNorm(nn.RMSNorm):
     def __init__(self, d_model: int, eps: float = 1e-6) -> None:
         super().__init__(d_model, eps=eps)
 
-    @staticmethod
-    def num_params(d_model: int, eps: float = 1e-6) -> int:
-        return d_model
+    num_params = staticmethod(rmsnorm_params)
 
 
 @NORM.register("scalenorm")
@@ -53,9 +50,7 @@ class ScaleNorm(nn.Module):
         self.eps = eps
         self.scale = nn.Parameter(torch.tensor(math.sqrt(d_model)))
 
-    @staticmethod
-    def num_params(d_model: int, eps: float = 1e-5) -> int:
-        return 1
+    num_params = staticmethod(scalenorm_params)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.scale * x / x.norm(dim=-1, keepdim=True).clamp_min(self.eps)

@@ -28,7 +28,8 @@ Constructors take keyword numbers only, from ``d_model, max_positions, n_heads, 
 True for the decoder's instance) plus the slot's ``args``; each class receives only the names its
 signature lists. ``num_params(**same kwargs)`` gives the closed-form parameter count used by
 :func:`ablate.model.build.count_parameters` (a class that does not define it in its own body is
-counted by building it on the meta device).
+counted by building it on the meta device). The built-ins take theirs from ablate/model_catalog.py,
+where the config check and the dry run count them without importing torch.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from ablate.model_catalog import learned_params, no_params, rope_params, sinusoidal_params, t5_params
 from ablate.registry import Registry
 
 POSITIONAL: Registry[type[nn.Module]] = Registry(
@@ -90,9 +92,7 @@ class SinusoidalPositional(PositionalEncoding):
             pe = sinusoid_table(t, self.d_model, offset).to(x.device)
         return x + pe.to(x.dtype)
 
-    @staticmethod
-    def num_params(d_model: int, max_positions: int = 1024) -> int:
-        return 0
+    num_params = staticmethod(sinusoidal_params)
 
 
 @POSITIONAL.register("learned")
@@ -113,9 +113,7 @@ class LearnedPositional(PositionalEncoding):
         positions = torch.arange(offset, offset + t, device=x.device)
         return x + self.embed(positions).to(x.dtype)
 
-    @staticmethod
-    def num_params(d_model: int, max_positions: int = 1024) -> int:
-        return max_positions * d_model
+    num_params = staticmethod(learned_params)
 
 
 @POSITIONAL.register("none")
@@ -125,9 +123,7 @@ class NoPositional(PositionalEncoding):
     def __init__(self) -> None:
         super().__init__()
 
-    @staticmethod
-    def num_params(**_: object) -> int:
-        return 0
+    num_params = staticmethod(no_params)
 
 
 @POSITIONAL.register("rope")
@@ -149,11 +145,7 @@ class Rotary(PositionalEncoding):
         angles = torch.outer(torch.arange(n, dtype=torch.float64), inv_freq)  # [P, K/2]
         self.cos, self.sin = angles.cos().float().to(self.cos.device), angles.sin().float().to(self.sin.device)
 
-    @staticmethod
-    def num_params(d_k: int, **_: object) -> int:
-        if d_k % 2:
-            raise ValueError(f"rope rotates pairs of features: it needs an even d_k, got {d_k}")
-        return 0
+    num_params = staticmethod(rope_params)  # refuses an odd d_k
 
     def rotate(self, x: Tensor, offset: int = 0) -> Tensor:
         t = x.shape[-2]
@@ -191,9 +183,7 @@ class ALiBi(PositionalEncoding):
         super().__init__()
         self.register_buffer("slopes", alibi_slopes(n_heads), persistent=False)
 
-    @staticmethod
-    def num_params(**_: object) -> int:
-        return 0
+    num_params = staticmethod(no_params)
 
     def attn_bias(self, q_len: int, k_len: int, offset: int = 0) -> Tensor:
         dist = distances(q_len, k_len, offset, self.slopes.device).abs().to(self.slopes.dtype)
@@ -228,9 +218,7 @@ class T5RelativeBias(PositionalEncoding):
         self.bias = nn.Embedding(n_buckets, n_heads)
         nn.init.normal_(self.bias.weight, std=0.1)
 
-    @staticmethod
-    def num_params(n_heads: int, causal: bool = False, n_buckets: int = 32, max_distance: int = 128) -> int:
-        return n_buckets * n_heads
+    num_params = staticmethod(t5_params)
 
     def attn_bias(self, q_len: int, k_len: int, offset: int = 0) -> Tensor:
         rel = distances(q_len, k_len, offset, self.bias.weight.device)

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from ablate.model_catalog import no_params
 from ablate.registry import Registry
 
 RESIDUAL: Registry[type[nn.Module]] = Registry("residual", "residual connection and where the norm sits")
@@ -60,9 +61,7 @@ class Residual(nn.Module):
 class PostNorm(Residual):
     """Norm(x + Dropout(f(x))), the paper's placement (Vaswani et al. 2017, section 5.4)."""
 
-    @staticmethod
-    def num_params(**_: Any) -> int:
-        return 0
+    num_params = staticmethod(no_params)  # closed forms: ablate/model_catalog.py (no torch)
 
     def forward(self, x: Tensor, sublayer: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
         return self.norm(x + self.dropout(sublayer(x, *args, **kwargs)))
@@ -74,9 +73,7 @@ class PreNorm(Residual):
 
     final_norm = True
 
-    @staticmethod
-    def num_params(**_: Any) -> int:
-        return 0
+    num_params = staticmethod(no_params)
 
     def forward(self, x: Tensor, sublayer: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
         return x + self.dropout(sublayer(self.norm(x), *args, **kwargs))
@@ -89,9 +86,7 @@ class SandwichNorm(Residual):
     norms_per_sublayer = 2
     final_norm = True
 
-    @staticmethod
-    def num_params(**_: Any) -> int:
-        return 0
+    num_params = staticmethod(no_params)
 
     def forward(self, x: Tensor, sublayer: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
         return x + self.dropout(self.norms[1](sublayer(self.norms[0](x), *args, **kwargs)))
@@ -128,9 +123,7 @@ class DeepNorm(Residual):
         super().__init__(norms, dropout)
         self.alpha, self.beta = deepnet_constants(n_enc_layers, n_dec_layers, stack)
 
-    @staticmethod
-    def num_params(**_: Any) -> int:
-        return 0
+    num_params = staticmethod(no_params)
 
     def init_sublayer(self, module: nn.Module) -> None:
         scale_init(module, self.beta)

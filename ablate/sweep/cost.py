@@ -30,21 +30,20 @@ def devices_of(trainer: dict[str, Any]) -> int:
 
 def estimate(sweep: Sweep, t: Trial) -> dict[str, Any]:
     """Parameters, training FLOPs and device-hours of one trial, from its config alone."""
-    from ablate.config import from_dict
-    from ablate.model.build import count_parameters, train_flops
+    from ablate.model_size import count_parameters, plain_section, train_flops  # closed forms: no torch
 
-    cfg = from_dict(t.config, source=f"{sweep.path}: row {t.row!r}")
     c = t.config
+    model, vocab_size = plain_section(c["model"]), c["data"]["vocab_size"]
     devices = devices_of(c["trainer"])
     per_step = c["data"]["max_tokens"] * devices * c["train"]["accumulate_grad_batches"]
     tokens = float(per_step) * c["train"]["max_steps"]
     kind = device_kind(c["trainer"].get("accelerator"))
     assumption = {**DEFAULT_COST[kind], **sweep.cost}
-    flops = train_flops(cfg.model, cfg.data.vocab_size, tokens, tokens)
+    flops = train_flops(model, vocab_size, tokens, tokens)
     device_s = flops / (assumption["flops_per_second"] * assumption["mfu"])
     return {
         **describe_trial(t),
-        "params": int(count_parameters(cfg.model, cfg.data.vocab_size)),
+        "params": int(count_parameters(model, vocab_size)),
         "tokens_per_step": per_step,
         "steps": c["train"]["max_steps"],
         "devices": devices,

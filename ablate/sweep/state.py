@@ -176,11 +176,9 @@ class TrialView:
         measured = self.metrics.get("params")
         if isinstance(measured, (int, float)) and not isinstance(measured, bool):
             return int(measured)
-        from ablate.config import from_dict
-        from ablate.model.build import count_parameters
+        from ablate.model_size import count_parameters, plain_section  # closed forms: no torch
 
-        cfg = from_dict(self.config, source=f"trial {self.row!r}")
-        return int(count_parameters(cfg.model, cfg.data.vocab_size))
+        return int(count_parameters(plain_section(self.config["model"]), self.config["data"]["vocab_size"]))
 
     def progress(self) -> dict[str, Any]:
         """The run's progress.json (step, max_steps, val/ppl, elapsed_s, eta_s) once it started, else {}."""

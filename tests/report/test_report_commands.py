@@ -92,10 +92,10 @@ def test_table_formats_and_plot(sweep_file: Path, fake_results, tmp_path: Path, 
     assert "give a file name ending in .png" in capsys.readouterr().err
 
 
-def test_table_imports_neither_lightning_nor_matplotlib(sweep_file: Path) -> None:
+def test_table_imports_neither_torch_nor_lightning_nor_matplotlib(sweep_file: Path) -> None:
     code = (
         "import sys; from ablate.cli import main; main(['table', sys.argv[1], '--format', 'csv']);"
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'lightning', 'matplotlib', 'wandb'}))"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'lightning', 'matplotlib', 'wandb'}))"
     )
     out = subprocess.run([sys.executable, "-c", code, str(sweep_file)], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines()[-1] == "[]"
