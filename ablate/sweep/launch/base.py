@@ -113,7 +113,7 @@ class Launcher:
         return sorted(out, key=lambda a: (-cost.get(a.ablate_id, 0.0), order[a.ablate_id], a.attempt))
 
     def _costs(self) -> dict[str, float]:
-        from ablate.sweep.cost import estimate  # imports torch (not Lightning): once per controller
+        from ablate.sweep.cost import estimate  # torch-free (ablate/model_size.py): once per controller
 
         if self._cost_cache is None:
             self._cost_cache = {}

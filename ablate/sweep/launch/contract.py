@@ -204,7 +204,7 @@ def _bounded(cls: type, deadline: float, timeout_s: float) -> type:
                 raise ContractError(f"still running after {timeout_s:g} s (a trial never reported its end?)")
             super().poll()
 
-        def _costs(self) -> dict[str, float]:  # the rows cost alike: no estimate (it imports torch)
+        def _costs(self) -> dict[str, float]:  # the rows cost alike: start order is not part of the contract
             return {t.trial_id: 0.0 for t in self.sweep.trials}
 
     Bounded.__name__ = Bounded.__qualname__ = cls.__name__
