@@ -91,6 +91,18 @@ def table(
     return 0
 
 
+def _unchanged(report: Table3, folder: Path) -> bool:
+    """Whether the files in ``folder`` already show this table (a rerun of a finished sweep): then the
+    plots, which take seconds, are not drawn again."""
+    pngs = [folder / PLOT_NAME] + ([folder / SEARCH_PLOT_NAME] if report.search is not None else [])
+    try:
+        return (folder / JSON_NAME).read_text(encoding="utf-8") == render(report, "json") and all(
+            p.is_file() for p in pngs
+        )
+    except OSError:
+        return False
+
+
 def _write_files(report: Table3, folder: Path) -> None:
     """The wide markdown and the JSON beside the plot (the terminal got the narrow layout)."""
     try:
@@ -127,15 +139,11 @@ def print_summary(sweep: Sweep, log_wandb: bool = True) -> Table3:
     report = load_table(sweep)
     sys.stdout.write(render(report, "text"))
     folder = Path(sweep.runs_root) / sweep.name
-    _write_files(report, folder)
-    from ablate.report.plot import plot_table  # matplotlib: only now
-
-    png = _plot(plot_table, report, folder / PLOT_NAME, "plot")
-    history = None
-    if report.search is not None:
-        from ablate.report.search_plot import plot_history
-
-        history = _plot(plot_history, report, folder / SEARCH_PLOT_NAME, "search history")
+    if _unchanged(report, folder):
+        print(f"table and plot unchanged in {folder}")
+        png, history = folder / PLOT_NAME, folder / SEARCH_PLOT_NAME if report.search is not None else None
+    else:
+        png, history = _write_all(report, folder)
     if log_wandb:
         from ablate.report.wandb_summary import log_summary
 
@@ -147,3 +155,17 @@ def print_summary(sweep: Sweep, log_wandb: bool = True) -> Table3:
             if where:
                 print(f"W&B summary run: {where}")
     return report
+
+
+def _write_all(report: Table3, folder: Path) -> tuple[Path | None, Path | None]:
+    """md, JSON, the plot and a search's history plot into ``folder``: (plot, history) or None where not written."""
+    _write_files(report, folder)
+    from ablate.report.plot import plot_table  # matplotlib: only now
+
+    png = _plot(plot_table, report, folder / PLOT_NAME, "plot")
+    history = None
+    if report.search is not None:
+        from ablate.report.search_plot import plot_history
+
+        history = _plot(plot_history, report, folder / SEARCH_PLOT_NAME, "search history")
+    return png, history

@@ -146,3 +146,17 @@ def test_summary_prints_plots_and_logs_an_offline_wandb_run(
     assert run["run_group"] == "report-test" and run["job_type"] == "summary"  # beside the sweep's trials
     table = json.loads(next((runs[0] / "files" / "media" / "table").glob("*.table.json")).read_text())
     assert [row[1] for row in table["data"]] == ["base", "h=1", "N=1", "eps_ls=0.0"]
+
+
+def test_a_rerun_with_the_same_results_does_not_redraw(sweep_file: Path, fake_results, tmp_path: Path, capsys) -> None:
+    sweep = open_sweep(sweep_file).sweep
+    print_summary(sweep, log_wandb=False)
+    png = tmp_path / "runs" / "report-test" / "table3.png"
+    first = png.stat().st_mtime_ns
+    assert "plot written to" in capsys.readouterr().out
+    print_summary(sweep, log_wandb=False)  # a rerun of the finished sweep: same table
+    out = capsys.readouterr().out
+    assert "table and plot unchanged" in out and "plot written" not in out and png.stat().st_mtime_ns == first
+    png.unlink()  # a missing plot is drawn again
+    print_summary(sweep, log_wandb=False)
+    assert "plot written to" in capsys.readouterr().out and png.is_file()
