@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ablate.eval.significance import Comparison
+from ablate.report.columns import paper_deviations
 from ablate.report.evidence import LEARNED_RATIO
 from ablate.report.fidelity import Fidelity
 from ablate.report.paper import CITATION
@@ -175,6 +176,11 @@ def legend(table: Table3, terminal: bool = False) -> list[str]:
     ]
     if table.bleu_withheld:
         lines.append(f"BLEU withheld: {table.bleu_withheld}.")
+    deviation = paper_deviations(base.settings) if base is not None and table.has_paper else None
+    if deviation:  # e.g. the mini table's pre-norm recipe: say so wherever the table is read
+        lines.append(
+            f"Our base differs from the paper's base model in: {deviation}; the rows inherit it unless they change it."
+        )
     lines += _why_lines(table)
     return lines
 

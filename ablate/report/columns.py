@@ -38,6 +38,16 @@ _SHOWN = (
 )  # fmt: skip
 
 
+# The paper's choice in each slot (section 3): a base row with another one is not the paper's base model.
+PAPER_SLOTS: dict[str, str] = {"residual": "post", "norm": "layernorm", "attention": "mha", "ffn": "relu"}
+
+
+def paper_deviations(settings: Mapping[str, Any]) -> str | None:
+    """``"residual=pre (paper: post)"``: the slots in which a base row's settings differ from the paper's."""
+    out = [f"{k}={settings[k]} (paper: {v})" for k, v in PAPER_SLOTS.items() if settings.get(k) not in (None, v)]
+    return ", ".join(out) or None
+
+
 def slot_settings(cfg: Mapping[str, Any] | Any) -> dict[str, Any]:
     """The slot columns of a resolved config: each slot's variant (``name`` or ``name(arg=value)``).
 

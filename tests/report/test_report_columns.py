@@ -86,3 +86,15 @@ def test_other_changes_leave_out_what_columns_show_and_the_ignored_keys() -> Non
 def test_slot_settings_read_old_configs() -> None:
     assert slot_settings({"model": {"norm_placement": "pre"}}) == {"residual": "pre"}
     assert slot_settings({"model": {}}) == {}
+
+
+def test_a_base_that_is_not_the_papers_says_so(make_trial, snapshot_results) -> None:
+    pre = {**SLOTS, "model.residual": "pre"}
+    table = build_table(
+        [make_trial("base", "base", "base", ppl=4.3, bleu=26.0, **pre),
+         make_trial("N=1", "C", "C1", ppl=4.8, bleu=24.7, **{**pre, "model.n_layers": 1})], name="pre")  # fmt: skip
+    for fmt in ("text", "md", "json", "latex"):
+        assert "differs from the paper's base model in: residual=pre (paper: post)" in render(table, fmt), fmt
+    plain = build_table([make_trial("base", "base", "base", ppl=4.3, bleu=26.0, **SLOTS)], name="post")
+    assert "differs from the paper" not in render(plain, "md")
+    assert "differs from the paper" not in render(build_table(snapshot_results, name="snap"), "md")  # no slots known
