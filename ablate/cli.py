@@ -70,7 +70,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     if run.finished:
         from ablate.report.commands import print_summary
 
-        print_summary(run.sweep)
+        print_summary(run.sweep, store=run.store)  # the store the sweep ran on: opened once
     return run.code
 
 

@@ -36,12 +36,14 @@ JSON_NAME = "table3.json"  # ... and the numbers here
 SEARCH_PLOT_NAME = "search.png"  # ... and, for a search sweep, the optimization history per row
 
 
-def load_table(sweep: Sweep, alpha: float = DEFAULT_ALPHA) -> Table3:
+def load_table(sweep: Sweep, alpha: float = DEFAULT_ALPHA, store: SweepStore | None = None) -> Table3:
     """The Table 3 of a sweep (with the overrides it ran with) from its store, with its statistics.
 
-    Creates nothing but the bootstrap cache (``<runs>/<sweep>/report-cache.json``, once trials are done).
+    ``store``: the sweep's store when the caller has it open already (opening one costs a connection
+    and Optuna's schema check); None opens it. Creates nothing but the bootstrap cache
+    (``<runs>/<sweep>/report-cache.json``, once trials are done).
     """
-    views = SweepStore.for_sweep(sweep).trial_states(sweep)
+    views = (store or SweepStore.for_sweep(sweep)).trial_states(sweep)
     # A search sweep: each row at its best configuration (ablate.report.search_view), not every trial.
     results = views if sweep.search is None else table_views(sweep.search, views)
     # Rows listed in the file but not yet in the store still show (as waiting), in the file's order.
@@ -75,7 +77,7 @@ def table(
     opened = open_sweep(sweep_path)  # with the command-line overrides recorded with the sweep
     for note in opened.notes:
         print(f"note: {note}", file=sys.stderr)  # stderr: stdout may be CSV or JSON
-    report = load_table(opened.sweep, alpha)
+    report = load_table(opened.sweep, alpha, opened.store)
     sys.stdout.write(render(report, fmt))
     if plot is not None:
         from ablate.report.plot import plot_table
@@ -125,10 +127,11 @@ def _plot(draw: Callable[[Table3, Path], Any], report: Table3, png: Path, what: 
     return png
 
 
-def print_summary(sweep: Sweep, log_wandb: bool = True) -> Table3:
+def print_summary(sweep: Sweep, log_wandb: bool = True, store: SweepStore | None = None) -> Table3:
     """End of a sweep: print the table (terminal layout) and fidelity, write the md/JSON/plot, log to W&B.
 
-    ``sweep`` is the Sweep the controller ran (with its command-line overrides).
+    ``sweep`` is the Sweep the controller ran (with its command-line overrides); ``store`` its open store
+    (None: opened here).
 
     The files go to ``<runs>/<sweep name>/table3.{md,json,png}`` (a search sweep's table is tuned, each
     row at its best configuration, and its optimization history goes to ``search.png`` beside them);
@@ -136,7 +139,7 @@ def print_summary(sweep: Sweep, log_wandb: bool = True) -> Table3:
     group (offline unless an API key is set or the sweep says otherwise; skipped when W&B is disabled).
     A failure to plot or to log is reported on stderr and does not hide the table.
     """
-    report = load_table(sweep)
+    report = load_table(sweep, store=store)
     sys.stdout.write(render(report, "text"))
     folder = Path(sweep.runs_root) / sweep.name
     if _unchanged(report, folder):

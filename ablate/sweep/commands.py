@@ -23,6 +23,7 @@ from ablate.sweep.loader import MAX_TRIALS, OpenSweep, open_sweep
 from ablate.sweep.progress import render_table, title, trial_lines
 from ablate.sweep.spec import Sweep
 from ablate.sweep.state import STATES, TrialView
+from ablate.sweep.store import SweepStore
 from ablate.sweep.wandb_net import endpoint, resolve_modes, unreachable
 
 
@@ -91,6 +92,7 @@ class SweepRun:
     code: int
     sweep: Sweep
     finished: bool  # the controller ran to the end (not a dry run, not detached): a summary makes sense
+    store: SweepStore | None = None  # the store it ran on, open (the summary reads it without reopening)
 
 
 def sweep(
@@ -197,7 +199,7 @@ def _ended(spec: Sweep, opened: OpenSweep, counts: Mapping[str, int], seconds: f
         if v.state == "failed":
             print(f"  failed: {v.row} seed {v.seed}: {v.failure}")
     finished = counts.get("done", 0) + counts.get("pruned", 0) == len(spec.trials)
-    return SweepRun(0 if finished else 1, spec, finished=True)
+    return SweepRun(0 if finished else 1, spec, finished=True, store=opened.store)
 
 
 def _print_status_lines(spec: Sweep, trials: Sequence[TrialView]) -> None:

@@ -23,6 +23,7 @@ What a trial's attempts amount to (done / running / waiting / failed) is decided
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import socket
@@ -213,12 +214,18 @@ class SweepStore:
         sweep` without them open the same trials.
         """
         self._open(create=True)
-        self._storage.set_study_user_attr(self._study_id, OVERRIDES_ATTR, list(sweep.overrides))
-        self._storage.set_study_user_attr(self._study_id, "imports", list(sweep.imports))
-        self._storage.set_study_user_attr(self._study_id, "import_path", str(sweep.path.parent))
-        self._storage.set_study_user_attr(self._study_id, "heartbeat", dict(sweep.heartbeat))
+        attrs = {
+            OVERRIDES_ATTR: list(sweep.overrides),
+            "imports": list(sweep.imports),
+            "import_path": str(sweep.path.parent),
+            "heartbeat": dict(sweep.heartbeat),
+        }
         if sweep.search is not None:  # what a search trial's worker needs to prune (ablate.sweep.pruning)
-            self._storage.set_study_user_attr(self._study_id, "search", sweep.search.record())
+            attrs["search"] = sweep.search.record()
+        have_attrs = self.study_attrs()
+        for key, value in attrs.items():
+            if key not in have_attrs or _json(have_attrs[key]) != _json(value):  # a rerun: no write (commit)
+                self._storage.set_study_user_attr(self._study_id, key, value)
         created = []
         with self.lock():
             have = set(self.by_trial())
@@ -366,6 +373,11 @@ class SweepStore:
 _IDENTITY_ATTRS = (
     "ablate_id", "row", "group", "paper", "seed", "order", "overrides", "config", "run_dir", "wandb_id", "search",
 )  # fmt: skip
+
+
+def _json(value: Any) -> str:
+    """A study attribute as the store keeps it (JSON), to compare a value with the stored one."""
+    return json.dumps(value, sort_keys=True)
 
 
 def _trial_attrs(t: Trial) -> dict[str, Any]:

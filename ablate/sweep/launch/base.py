@@ -106,10 +106,13 @@ class Launcher:
         On a few slots the sweep ends when its last trial does: starting the big rows last (they come
         last in Table 3) left one slot idle for most of the big row's run. Ties keep sweep order.
         """
+        active = self.active()  # one read of the store
+        out = [a for a in active if a.state == "WAITING"]
+        if not out:  # e.g. a rerun of a finished sweep: no costs to estimate
+            return []
         order = {t.trial_id: t.order for t in self.sweep.trials}
         cost = self._costs()
-        order.update({a.ablate_id: 0 for a in self.active() if a.ablate_id not in order})
-        out = [a for a in self.active() if a.state == "WAITING"]
+        order.update({a.ablate_id: 0 for a in active if a.ablate_id not in order})
         return sorted(out, key=lambda a: (-cost.get(a.ablate_id, 0.0), order[a.ablate_id], a.attempt))
 
     def _costs(self) -> dict[str, float]:
