@@ -119,12 +119,13 @@ def test_scontrol_requeue_resumes_in_place_without_a_controller(slurm_cluster, w
 
 def test_time_limit_checkpoints_and_requeues_itself(slurm_cluster, write_sweep):
     # 1 minute of wall time with SIGUSR2 asked 10 s ahead (it came up to ~15 s earlier still here) for a
-    # trial that trains 40 s after a start-up of 5-20 s: it needs at least one requeue, which no
-    # controller makes.
+    # trial that trains 60 s after its start-up: it needs at least one requeue, which no controller
+    # makes, however fast the start-up (160 steps, 40 s, once finished before the signal on a quiet CI
+    # machine).
     path = write_sweep(
         rows=[{"name": "a", "group": "A"}],
         launcher={**LAUNCHER, "timeout_min": 1, "signal_delay_s": 10},
-        overrides=["train.max_steps=160"],
+        overrides=["train.max_steps=240"],
         fake={"*": {"step_s": 0.25}},
     )
     _detach(path, [sys.executable, str(Path(__file__).parent / "fake_controller.py")], fake_env())
@@ -166,7 +167,12 @@ def test_time_limit_with_only_sigterm_requeues_itself(slurm_cluster, write_sweep
     straight = _uninterrupted_fake_metrics(path)
     assert {k: a.attrs["metrics"][k] for k in SAME} == {k: straight[k] for k in SAME}
     sacct = ["sacct", "-n", "-P", "-X", "-D", "-o", "State", "-j", a.attrs["slurm_job"]]
-    states = subprocess.run(sacct, capture_output=True, text=True).stdout.split()
+
+    def ended() -> list[str] | None:  # the store says done before the job's process has exited
+        states = subprocess.run(sacct, capture_output=True, text=True).stdout.split()
+        return states if states and states[-1] not in ("RUNNING", "COMPLETING", "PENDING") else None
+
+    states = _wait(ended, 90, "the job to end in sacct")
     # Each time limit became a requeue (TIMEOUT -> REQUEUED). The last run may still read TIMEOUT: one
     # that finishes the trial within seconds of its limit is marked so while it exits.
     assert len(states) >= 2 and set(states[:-1]) == {"REQUEUED"}, states
