@@ -29,6 +29,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from ablate.model.dropout import Dropout
 from ablate.model_catalog import no_params
 from ablate.registry import Registry
 
@@ -44,7 +45,7 @@ class Residual(nn.Module):
     def __init__(self, norms: Sequence[nn.Module], dropout: float) -> None:
         super().__init__()
         self.norms = nn.ModuleList(norms)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     @property
     def norm(self) -> nn.Module:

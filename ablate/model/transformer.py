@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ablate.data.special import PAD_ID
+from ablate.model.dropout import Dropout
 
 
 @dataclass
@@ -132,7 +133,7 @@ class Transformer(nn.Module):
         self.encoder_layers = nn.ModuleList(encoder_layers)
         self.decoder_layers = nn.ModuleList(decoder_layers)
         self.encoder_norm, self.decoder_norm = encoder_norm, decoder_norm
-        self.embed_dropout = nn.Dropout(dropout)
+        self.embed_dropout = Dropout(dropout)
         self.d_model = d_model
         self.vocab_size = src_embed.num_embeddings
         self.pad_id = pad_id

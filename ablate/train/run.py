@@ -91,12 +91,14 @@ def train(cfg: DictConfig, output_dir: str | Path | None = None, *, resume: bool
     from ablate.data.datamodule import TranslationDataModule
     from ablate.data.prepare import prepare_data
     from ablate.train.final import final_metrics
+    from ablate.train.host import keep_freed_memory
     from ablate.train.provenance import provenance
     from ablate.train.system import TranslationSystem
     from ablate.train.trainer import build_trainer
 
     t0 = time.monotonic()
     timing: dict[str, float | None] = {"startup_s": _startup_seconds()}
+    keep_freed_memory()
     rd, resume_step = open_run_dir(cfg, output_dir, resume)
     prepared = prepare_data(cfg.data, progress=cfg.logging.progress_bar)
     timing["data_s"] = time.monotonic() - t0

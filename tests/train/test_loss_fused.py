@@ -38,8 +38,10 @@ def test_fused_loss_and_gradients_equal_the_full_logits_loss(eps, chunk):
     fused = linear_label_smoothed_loss(hidden[real], weight, target[real], eps, chunk)
     (fused * 2.5).backward()  # a non-unit upstream gradient is applied too
     torch.testing.assert_close(fused, ref, rtol=1e-6, atol=1e-5)
-    torch.testing.assert_close(hidden.grad, 2.5 * ref_gh, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(weight.grad, 2.5 * ref_gw, rtol=1e-5, atol=1e-6)
+    # fp32 rounding: the fused form subtracts (1 - eps) W[y] from P @ W after the projection back, where
+    # the reference subtracts before it; unit-scale weights leave differences of a few 1e-6
+    torch.testing.assert_close(hidden.grad, 2.5 * ref_gh, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(weight.grad, 2.5 * ref_gw, rtol=1e-5, atol=1e-5)
     assert int(n) == int(real.sum())
     with torch.no_grad():  # validation: the loss alone
         torch.testing.assert_close(linear_label_smoothed_loss(hidden[real], weight, target[real], eps, chunk), ref)
