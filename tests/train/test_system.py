@@ -121,4 +121,6 @@ def test_tiny_model_learns_the_copy_task(tiny_model_cfg):
     test = copy_batch(200, vocab, torch.Generator().manual_seed(99))
     hyps = greedy_search(system.model.eval(), test["src"], DecodeSettings(beam_size=1, max_len_b=10))
     exact = sum(h.tokens == row[row > EOS].tolist() for h, row in zip(hyps, test["src"])) / len(hyps)
-    assert exact >= 0.95
+    # Measured over torch seeds 0-2: 0.93-0.995 at 400 steps (0.945-1.0 at 600); fp32 rounding alone moves a
+    # seed across 0.95. An untrained or broken model copies almost nothing.
+    assert exact >= 0.9
