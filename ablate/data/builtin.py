@@ -29,6 +29,13 @@ Grammar (S = source, T = target)::
     Agreement -> the verb agrees with the subject's number on both sides (S: -s, T: -t / -en)
 
 Lengths range from 3 to ``max_words`` words (default 50) per side.
+
+Synonyms (``synonyms`` > 1): each target noun, adjective, verb and adverb has that many target words,
+and every occurrence draws one of them uniformly from its own random stream. The translation is then
+no longer a function of the source: ln(synonyms) nats per content word cannot be predicted, as in real
+translation, where a perfect model's perplexity stays well above 1. A model that memorises which
+synonym each training sentence used is over-confident on new sentences, so regularisation (dropout,
+label smoothing) has something to prevent. With 1 (the default) the corpus is the same as before.
 """
 
 from __future__ import annotations
@@ -91,6 +98,7 @@ class Options:
     n_adverbs: int = 60
     n_preps: int = 12
     max_words: int = 50  # longest sentence in words, either side
+    synonyms: int = 1  # target words per content word, drawn per occurrence (1: a deterministic translation)
 
 
 @dataclass
@@ -101,6 +109,7 @@ class Lexicon:
     adverbs: list[tuple[str, str]]
     preps: list[tuple[str, str]]
     weights: dict[str, list[float]] = field(default_factory=dict)  # cumulative Zipf weights per class
+    synonyms: dict[str, list[str]] = field(default_factory=dict)  # target word -> its synonyms (itself first)
 
 
 def _word(rng: random.Random, onset: list[str], vowel: list[str], coda: list[str], n_syll: int) -> str:
@@ -138,6 +147,12 @@ def build_lexicon(opts: Options) -> Lexicon:
     )
     preps = list(zip(_words(rng, opts.n_preps, "s", s_taken, (1,)), _words(rng, opts.n_preps, "t", t_taken, (1,))))
     lex = Lexicon(nouns, adjectives, verbs, adverbs, preps)
+    if opts.synonyms > 1:  # their own stream: the lexicon above is the same whatever the count
+        syn_rng = random.Random(_derive(opts.seed, "synonyms"))
+        content = [n[1] for n in nouns] + [a[1] for a in adjectives] + [v[1] for v in verbs] + [a[1] for a in adverbs]
+        for word, (syl_lo, syl_hi) in zip(content, [(1, 3)] * len(nouns) + [(1, 2)] * (len(content) - len(nouns))):
+            extra = _words(syn_rng, opts.synonyms - 1, "t", t_taken, tuple(range(syl_lo, syl_hi + 1)))
+            lex.synonyms[word] = [word, *extra]
     for name in ("nouns", "adjectives", "verbs", "adverbs", "preps"):
         n = len(getattr(lex, name))
         lex.weights[name] = list(itertools.accumulate(1.0 / (r + 1) for r in range(n)))
@@ -178,6 +193,12 @@ class Generator:
     def __init__(self, opts: Options, lexicon: Lexicon, stream: str) -> None:
         self.o, self.lex = opts, lexicon
         self.rng = random.Random(_derive(opts.seed, stream))
+        self.syn_rng = random.Random(_derive(opts.seed, stream + ":synonyms"))  # never touches self.rng
+
+    def _t(self, word: str) -> str:
+        """The target word for one occurrence of ``word``: one of its synonyms, or itself."""
+        syns = self.lex.synonyms.get(word)
+        return self.syn_rng.choice(syns) if syns else word
 
     def _pick(self, cls: str) -> tuple:
         items = getattr(self.lex, cls)
@@ -187,12 +208,14 @@ class Generator:
     def np(self, feats: dict[str, int], depth: int) -> tuple[list[str], Callable[[str], list[str]], str]:
         r = self.rng
         s_noun, t_stem, gender = self._pick("nouns")
+        t_stem = self._t(t_stem)
         number = "pl" if r.random() < 0.3 else "sg"
         definite = r.random() < 0.6
-        adjs = [self._pick("adjectives") for _ in range(r.choice((0, 0, 0, 1, 1, 2)))]
+        adjs = [(a, self._t(t)) for a, t in (self._pick("adjectives") for _ in range(r.choice((0, 0, 0, 1, 1, 2))))]
         s_mod = t_mod = None
         if r.random() < 0.15:  # compound: source two words, target one word with the head's gender
             s_mod, t_mod, _ = self._pick("nouns")
+            t_mod = self._t(t_mod)
             feats["compound"] += 1
         rel = None
         if depth < 1 and r.random() < 0.12:
@@ -219,6 +242,7 @@ class Generator:
     def _relative(self, feats: dict[str, int], depth: int, number: str) -> tuple[list[str], list[str]]:
         feats["relative"] += 1
         s_v, t_v, trans = self._pick("verbs")
+        t_v = self._t(t_v)
         past = self.rng.random() < 0.3
         obj = self.np(feats, depth) if trans else None
         s = ["that", s_verb(s_v, number, past)] + (obj[0] if obj else [])
@@ -234,11 +258,13 @@ class Generator:
         r = self.rng
         s_subj, t_subj, number = self.np(feats, 0)
         s_v, t_v, trans = self._pick("verbs")
+        t_v = self._t(t_v)
         obj = self.np(feats, 0) if trans else None
         pp = self._pp(feats) if r.random() < 0.35 else None
         past = r.random() < 0.35
         neg = r.random() < 0.1
         adv = self._pick("adverbs") if (not sub and r.random() < 0.3) else None
+        adv = (adv[0], self._t(adv[1])) if adv else None
         front = adv is not None and r.random() < 0.5
         # source
         if neg:

@@ -100,3 +100,20 @@ def test_articles_and_adjectives_agree_with_the_noun() -> None:
     assert checked > 500
     assert len(forms_of_the) >= 5  # one source "the", many target articles: gender x case x number
     assert len(set(ADJ_END.values())) >= 4 and len(set(REL_PRON.values())) == 4
+
+
+def test_synonyms_leave_the_source_and_structure_and_vary_the_target() -> None:
+    small = dict(n_train=400, n_nouns=30, n_adjectives=8, n_verbs=10, n_adverbs=4, max_words=20)
+    plain, syn = Options(**small), Options(**small, synonyms=3)
+    a, b = list(builtin.generate(plain, "train")), list(builtin.generate(syn, "train"))
+    assert [s for s, _ in a] == [s for s, _ in b]  # synonyms draw from their own stream
+    assert [len(t.split()) for _, t in a] == [len(t.split()) for _, t in b]  # same words, same order
+    assert sum(ta != tb for (_, ta), (_, tb) in zip(a, b)) > 300
+    lex = builtin.build_lexicon(syn)
+    assert lex.nouns == builtin.build_lexicon(plain).nouns  # the lexicon itself is unchanged
+    assert all(len(set(v)) == 3 and v[0] == k for k, v in lex.synonyms.items())
+    # Every occurrence draws anew: the most frequent noun appears as at least two of its synonyms.
+    noun = lex.nouns[0]
+    used = {w for _, t in b for w in t.rstrip(".").replace(",", "").split()}
+    assert len(set(lex.synonyms[noun[1]]) & used) >= 2
+    assert list(builtin.generate(syn, "train")) == b  # and deterministically so
