@@ -149,10 +149,10 @@ def build_lexicon(opts: Options) -> Lexicon:
     lex = Lexicon(nouns, adjectives, verbs, adverbs, preps)
     if opts.synonyms > 1:  # their own stream: the lexicon above is the same whatever the count
         syn_rng = random.Random(_derive(opts.seed, "synonyms"))
-        content = [n[1] for n in nouns] + [a[1] for a in adjectives] + [v[1] for v in verbs] + [a[1] for a in adverbs]
-        for word, (syl_lo, syl_hi) in zip(content, [(1, 3)] * len(nouns) + [(1, 2)] * (len(content) - len(nouns))):
-            extra = _words(syn_rng, opts.synonyms - 1, "t", t_taken, tuple(range(syl_lo, syl_hi + 1)))
-            lex.synonyms[word] = [word, *extra]
+        others = [*adjectives, *verbs, *adverbs]
+        for entries, syllables in ((nouns, (1, 2, 3)), (others, (1, 2))):
+            for word in (e[1] for e in entries):
+                lex.synonyms[word] = [word, *_words(syn_rng, opts.synonyms - 1, "t", t_taken, syllables)]
     for name in ("nouns", "adjectives", "verbs", "adverbs", "preps"):
         n = len(getattr(lex, name))
         lex.weights[name] = list(itertools.accumulate(1.0 / (r + 1) for r in range(n)))
@@ -201,21 +201,21 @@ class Generator:
         return self.syn_rng.choice(syns) if syns else word
 
     def _pick(self, cls: str) -> tuple:
+        """A Zipf-weighted entry of a lexicon class, its target word drawn among its synonyms."""
         items = getattr(self.lex, cls)
-        return self.rng.choices(items, cum_weights=self.lex.weights[cls], k=1)[0]
+        source, target, *rest = self.rng.choices(items, cum_weights=self.lex.weights[cls], k=1)[0]
+        return (source, self._t(target), *rest)
 
     # A noun phrase is rendered twice: the source once, the target per grammatical case.
     def np(self, feats: dict[str, int], depth: int) -> tuple[list[str], Callable[[str], list[str]], str]:
         r = self.rng
         s_noun, t_stem, gender = self._pick("nouns")
-        t_stem = self._t(t_stem)
         number = "pl" if r.random() < 0.3 else "sg"
         definite = r.random() < 0.6
-        adjs = [(a, self._t(t)) for a, t in (self._pick("adjectives") for _ in range(r.choice((0, 0, 0, 1, 1, 2))))]
+        adjs = [self._pick("adjectives") for _ in range(r.choice((0, 0, 0, 1, 1, 2)))]
         s_mod = t_mod = None
         if r.random() < 0.15:  # compound: source two words, target one word with the head's gender
             s_mod, t_mod, _ = self._pick("nouns")
-            t_mod = self._t(t_mod)
             feats["compound"] += 1
         rel = None
         if depth < 1 and r.random() < 0.12:
@@ -242,7 +242,6 @@ class Generator:
     def _relative(self, feats: dict[str, int], depth: int, number: str) -> tuple[list[str], list[str]]:
         feats["relative"] += 1
         s_v, t_v, trans = self._pick("verbs")
-        t_v = self._t(t_v)
         past = self.rng.random() < 0.3
         obj = self.np(feats, depth) if trans else None
         s = ["that", s_verb(s_v, number, past)] + (obj[0] if obj else [])
@@ -258,13 +257,11 @@ class Generator:
         r = self.rng
         s_subj, t_subj, number = self.np(feats, 0)
         s_v, t_v, trans = self._pick("verbs")
-        t_v = self._t(t_v)
         obj = self.np(feats, 0) if trans else None
         pp = self._pp(feats) if r.random() < 0.35 else None
         past = r.random() < 0.35
         neg = r.random() < 0.1
         adv = self._pick("adverbs") if (not sub and r.random() < 0.3) else None
-        adv = (adv[0], self._t(adv[1])) if adv else None
         front = adv is not None and r.random() < 0.5
         # source
         if neg:
