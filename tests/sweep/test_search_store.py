@@ -29,6 +29,7 @@ from sweep_harness import TINY_EXPERIMENT
 
 from ablate.cli import main
 from ablate.sweep.errors import SweepError
+from ablate.sweep.launch.base import Launcher
 from ablate.sweep.search import Searcher, best_per_row, materialize, study_name, tuned_views
 from ablate.sweep.spec import Sweep, load_sweep, trial_id
 from ablate.sweep.state import Attempt
@@ -396,3 +397,23 @@ def test_a_grid_search_tries_every_grid_point_once(new_sweep: Callable[..., Swee
         _finish(store, _waiting(store, "search"))
     values = sorted(ft.params["model.dropout"] for ft in _row_trials(store, sweep, "base"))
     assert values == [0.0, 0.1, 0.2, 0.3]
+
+
+class _Instant(Launcher):
+    """Each attempt it starts ends before the loop reads the store again, as a SLURM job may end
+    between the pass that told results and the pass that finds nothing left to do."""
+
+    def start(self, waiting: list[Attempt]) -> None:
+        _finish(self.store, waiting)
+
+
+def test_a_trial_that_ends_after_the_tell_is_still_told(new_sweep: Callable[..., Sweep]) -> None:
+    sweep = new_sweep(n_trials=2, seeds=(1, 2), sampler="random")
+    store = SweepStore.for_sweep(sweep)
+    launcher = _Instant(sweep, store)
+    launcher.run()
+    for row in sweep.rows:
+        trials = _row_trials(store, sweep, row)
+        assert len(trials) == 2 and {t.state for t in trials} == {TrialState.COMPLETE}, [t.state for t in trials]
+    finals = [a for a in store.attempts() if a.attrs["search"]["phase"] == "final"]
+    assert len(finals) == 2 and {a.state for a in finals} == {"COMPLETE"}, [a.state for a in finals]

@@ -171,6 +171,7 @@ class Launcher:
         return bool(self.searcher.more)
 
     def _loop(self, detach: bool, view: ProgressView, stop: _StopOnCtrlC) -> None:
+        settled = False  # a search: one more pass after the last trial ends, to tell its result
         while True:
             stop.check()
             self.poll()
@@ -184,8 +185,17 @@ class Launcher:
             trials = self.trials()
             view.update(trials)
             active = any(a.state in ("WAITING", "RUNNING") for v in trials for a in v.attempts)
-            if detach or (not active and not self.busy() and not more):
+            if detach:
                 return
+            if not active and not self.busy() and not more:
+                # A search tells results in _sample, before this read: a trial that ended in between
+                # would stay RUNNING in its row study (seen on SLURM, where trials end at any time).
+                # One more pass tells it, and makes the best re-runs if the row's search just ended.
+                if self.searcher is None or settled:
+                    return
+                settled = True
+                continue
+            settled = False
             time.sleep(self.poll_s)
 
 
