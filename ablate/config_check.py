@@ -120,6 +120,7 @@ def _check_model(c: _Checker) -> None:
 
 def _check_data(c: _Checker) -> None:
     c.positive(*(f"data.{k}" for k in ("vocab_size", "tokenizer_sample", "max_len", "max_tokens")))
+    c.positive("data.max_train_pairs", optional=True)
     d = c.cfg.data
     if d.vocab_size < 8:
         c.fail("data.vocab_size", f"must be at least 8 (4 special tokens + text), got {d.vocab_size}")

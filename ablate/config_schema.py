@@ -46,6 +46,7 @@ class DataConfig:
     vocab_size: int = 37000  # shared source-target SentencePiece BPE vocabulary size
     tokenizer_sample: int = 2_000_000  # at most this many sentences (both sides) train the tokenizer
     max_len: int = 256  # pairs longer than this many subwords on either side are dropped (and counted)
+    max_train_pairs: int | None = None  # train on the first N pairs only (None: all); dev/test stay whole
     max_tokens: int = 4096  # tokens per batch per device on each side, padding included
     valid_split: str = "valid"  # split used as the dev set (val/* metrics)
     test_split: str = "test"  # split used as the test set (test/* metrics)
@@ -121,6 +122,9 @@ class Config:
 
 SECTIONS = ("model", "data", "train", "trainer", "eval", "logging")
 SLOT_FIELDS = ("attention", "ffn", "norm", "positional", "residual")  # model fields that name a registered variant
+# Keys added after trial ids were first stored, with their defaults: at the default they are left out
+# of the hash (hash_view), so a sweep that does not set them keeps its trial ids, runs and W&B runs.
+ADDED_LATER: dict[str, Any] = {"data.max_train_pairs": None}
 OPEN_DICTS = ("data.args",)  # free-form mappings: their keys are checked against the corpus's options
 
 
@@ -151,6 +155,11 @@ def hash_view(data: dict[str, Any]) -> dict[str, Any]:
     (a finished sweep stays finished; a run resumes into its W&B run). Old configs are upgraded first.
     """
     data = upgrade_layer(data, "stored config")
+    for key, default in ADDED_LATER.items():  # hashed only when set: the ids from before they existed hold
+        section, name = key.split(".")
+        node = data.get(section)
+        if isinstance(node, Mapping) and name in node and node[name] == default:
+            data = {**data, section: {k: v for k, v in node.items() if k != name}}
     model = data.get("model")
     if isinstance(model, Mapping) and model.get("residual") in ("post", "pre"):
         model = dict(model)

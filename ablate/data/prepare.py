@@ -65,6 +65,7 @@ class TokenSettings:
     max_len: int  # train pairs longer than this many subwords on either side are dropped
     src_lang: str
     tgt_lang: str
+    max_train_pairs: int | None = None  # only the first N train pairs (the tokenizer learns from them too)
 
 
 def _log(progress: bool, msg: str) -> None:
@@ -176,7 +177,8 @@ class Prepared:
 def cache_key(identity: dict[str, Any], settings: TokenSettings) -> str:
     blob_settings = {
         "format": FORMAT_VERSION,
-        **asdict(settings),
+        # max_train_pairs only when set: the folders prepared before it existed keep their keys
+        **{k: v for k, v in asdict(settings).items() if not (k == "max_train_pairs" and v is None)},
         "sentencepiece": spm.__version__,
         "trainer": TRAINER_SETTINGS,
     }
@@ -202,8 +204,17 @@ def _corpus_and_settings(data_cfg: Any, progress: bool) -> tuple[Corpus, TokenSe
         max_len=int(data_cfg.max_len),
         src_lang=str(data_cfg.src_lang),
         tgt_lang=str(data_cfg.tgt_lang),
+        max_train_pairs=_max_pairs(data_cfg.get("max_train_pairs")),
     )
     return corpus, settings, cache
+
+
+def _max_pairs(value: Any) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise DataError(f"data.max_train_pairs must be a positive integer or null, got {value!r}")
+    return value
 
 
 def find_prepared(data_cfg: Any) -> Prepared | None:
@@ -279,8 +290,10 @@ def _require_splits(corpus: Corpus, needed: Iterable[tuple[str, str]]) -> None:
             raise DataError(f"{key}: corpus {corpus.name} has no split {split!r} (has: {', '.join(names)})")
 
 
-def _write_raw(corpus: Corpus, split: str, folder: Path, sample: list[str] | None, sample_size: int) -> int:
-    """Pass 1: copy a split's raw pairs; reservoir-sample train sentences for the tokenizer."""
+def _write_raw(
+    corpus: Corpus, split: str, folder: Path, sample: list[str] | None, sample_size: int, limit: int | None = None
+) -> int:
+    """Pass 1: copy a split's raw pairs (the first ``limit``); reservoir-sample train sentences for the tokenizer."""
     rng = random.Random(SAMPLE_SEED)
     seen = 0
     n = 0
@@ -289,6 +302,8 @@ def _write_raw(corpus: Corpus, split: str, folder: Path, sample: list[str] | Non
         open(folder / f"{split}.tgt", "w", encoding="utf-8") as ft,
     ):
         for s, t in corpus.pairs(split):
+            if limit is not None and n >= limit:
+                break
             if "\n" in s or "\n" in t:  # a generator must not break the one-line-per-sentence layout
                 raise DataError(f"corpus {corpus.name}: split {split} pair {n + 1} contains a line break")
             fs.write(s + "\n")
@@ -327,7 +342,9 @@ def _build(
     counts: dict[str, int] = {}
     for split in corpus.split_names():
         _log(progress, f"reading {corpus.describe()} {split}")
-        counts[split] = _write_raw(corpus, split, raw, sample if split == "train" else None, settings.tokenizer_sample)
+        train = split == "train"
+        limit = settings.max_train_pairs if train else None
+        counts[split] = _write_raw(corpus, split, raw, sample if train else None, settings.tokenizer_sample, limit)
         if counts[split] == 0:
             raise DataError(
                 f"corpus {corpus.describe()}: split {split} is empty (no sentence pairs); "
@@ -361,6 +378,7 @@ def _build(
         "tokenizer_sample": settings.tokenizer_sample,
         "tokenizer_sentences": n_sample,
         "max_len": settings.max_len,
+        "max_train_pairs": settings.max_train_pairs,
         "splits": splits,
         "unigram_floor": _floors(tmp, corpus.split_names(), tok.vocab_size),
         "sentencepiece": spm.__version__,

@@ -70,7 +70,8 @@ def _flat(node: Any, prefix: str) -> dict[str, Any]:
 
 
 def _shown(key: str, ignore: Iterable[str]) -> bool:
-    return any(key == k or key.startswith(k + ".") for k in (*_SHOWN, *ignore)) or key.endswith("seed")
+    # train.seed: a row's seeds are its runs column, not a change; a corpus seed (data.args.seed) is one
+    return key == "train.seed" or any(key == k or key.startswith(k + ".") for k in (*_SHOWN, *ignore))
 
 
 def other_changes(cfg: Mapping[str, Any], base: Mapping[str, Any], ignore: Iterable[str] = ()) -> str | None:

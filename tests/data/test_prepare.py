@@ -70,6 +70,19 @@ def test_max_len_drops_and_counts_and_raw_stays_aligned(data_cfg) -> None:
     assert f"{expected_drop:,} dropped" in "\n".join(cut.summary_lines())
 
 
+def test_max_train_pairs_keeps_the_first_pairs_and_the_whole_dev_set(data_cfg) -> None:
+    full = prepare_data(data_cfg(), progress=False)
+    cut = prepare_data(data_cfg("data.max_train_pairs=500"), progress=False)
+    assert cut.dir != full.dir and len(cut.split("train")) == 500
+    assert cut.raw("train", "tgt") == full.raw("train", "tgt")[:500]
+    assert cut.split("valid").n == full.split("valid").n == 200 and cut.split("test").n == 200
+    assert cut.unigram_floor("valid") != full.unigram_floor("valid")  # the floor of what it trains on
+    again = prepare_data(data_cfg("data.max_train_pairs=null"), progress=False)
+    assert again.dir == full.dir  # unset: the folders prepared before the setting existed are reused
+    with pytest.raises(ConfigError, match=r"data\.max_train_pairs: must be a positive number, got 0"):
+        data_cfg("data.max_train_pairs=0")
+
+
 def test_textfiles_bad_input_leaves_nothing_in_the_cache(tmp_path: Path, cache: Path, write_pair) -> None:
     write_pair(tmp_path, "train", ["a b", "c d", "e"], ["A B", "", "E"])
     cfg = load_config(

@@ -81,6 +81,9 @@ def test_other_changes_leave_out_what_columns_show_and_the_ignored_keys() -> Non
     assert other_changes(row, base) == "eval.beam_size=1 model.attention_dropout=0.1 train.lr_factor=0.5"
     assert other_changes(row, base, ignore=["train.lr_factor"]) == "eval.beam_size=1 model.attention_dropout=0.1"
     assert other_changes(base, base) is None
+    # the corpus's own seed is a change of the data, not the trial's seed
+    corpus = {**base, "data": {"args": {"seed": 7}}}
+    assert other_changes(corpus, {**base, "data": {"args": {"seed": 1}}}) == "data.args.seed=7"
 
 
 def test_slot_settings_read_old_configs() -> None:

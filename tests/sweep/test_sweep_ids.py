@@ -44,3 +44,10 @@ def test_residual_hashes_as_the_flag_it_replaced() -> None:
     assert trial_id(new) == trial_id(old)
     other = {"model": {"residual": "sandwich", "d_model": 8}, "train": {"seed": 1}}
     assert trial_id(other) != trial_id(new)
+
+
+def test_a_key_added_later_changes_the_id_only_when_set() -> None:
+    before = {"data": {"vocab_size": 600}, "train": {"seed": 1}}
+    unset = {"data": {"vocab_size": 600, "max_train_pairs": None}, "train": {"seed": 1}}
+    assert trial_id(unset) == trial_id(before)
+    assert trial_id({"data": {"vocab_size": 600, "max_train_pairs": 500}, "train": {"seed": 1}}) != trial_id(before)
