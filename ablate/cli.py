@@ -40,8 +40,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     cfg = _load(args)
     output = args.output or make_run_dir(cfg, hint=overrides_hint(args.overrides or []))
     # With an API key and no network wandb.init stalls ~90 s, then fails: probe once, log offline instead.
-    resolve_modes([cfg.logging.wandb], str(args.config), f"wandb sync {output}/wandb/offline-run-*",
-                  fix="logging.wandb=offline")  # fmt: skip
+    resolve_modes(
+        [cfg.logging.wandb], str(args.config), f"wandb sync {output}/wandb/offline-run-*", fix="logging.wandb=offline"
+    )
     metrics = train(cfg, output_dir=output)
     for line in result_lines(metrics):
         print(line)

@@ -12,7 +12,7 @@ the median and the range, with the machine's load average:
 - a rerun, ``ablate sweep <sweep>``, only when every trial of the store is done (it launches nothing
   then; otherwise it would train, so it is skipped with a note).
 
-Target (issue 15): each under 1.5 s for the 20-row mini sweep with 3 seeds.
+Target: each under 1.5 s for the 20-row mini sweep with 3 seeds.
 """
 
 from __future__ import annotations

@@ -3,7 +3,12 @@
 - the import graph of ``ablate/`` has no cycles (registration by a bottom-of-module import, a "pure"
   module importing its callers, ... all show up here), and nothing in ``ablate.sweep`` imports
   ``ablate.report`` (the CLI composes "run a sweep, then report it");
-- no file over 400 lines and no function over 60 lines (DESIGN.md: one concept per file).
+- the same at the level of folders (``ablate.config``, ``ablate.model``, ...): no circle between them;
+- no file over 400 lines and no function over 60 lines (one idea per file and per function), counted on
+  the source as ``ruff format`` leaves it (CI checks the formatting), so no ``# fmt: skip`` outside the
+  data tables named in :data:`PACKED_TABLES`;
+- no top-level module named ``config_*`` or ``model_*``: configuration lives in ``ablate/config/``;
+- no access to a private (underscore) attribute of a Lightning object from ``ablate/``.
 
 Run ``python tests/test_architecture.py`` to print the graph's cycles and the long files/functions.
 """
@@ -11,11 +16,21 @@ Run ``python tests/test_architecture.py`` to print the graph's cycles and the lo
 from __future__ import annotations
 
 import ast
+import tempfile
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ablate"
 MAX_FILE_LINES = 400
 MAX_FUNCTION_LINES = 60
+# Data tables laid out by hand (one row of a table per line); nothing else may opt out of formatting.
+PACKED_TABLES = {
+    ("ablate/report/wandb_summary.py", "TABLE_COLUMNS"),
+    ("ablate/report/columns.py", "_SHOWN"),
+    ("ablate/sweep/store.py", "_IDENTITY_ATTRS"),
+    ("ablate/data/builtin.py", "DEF_ART"),
+    ("ablate/data/builtin.py", "INDEF_ART"),
+    ("ablate/data/builtin.py", "ADJ_END"),
+}
 
 
 def modules(root: Path = PACKAGE) -> dict[str, Path]:
@@ -143,6 +158,126 @@ def test_sweep_never_imports_report() -> None:
         if m.startswith("ablate.sweep")
     }
     assert {m: d for m, d in bad.items() if d} == {}
+
+
+def folder_of(module: str, mods: dict[str, Path]) -> str:
+    """``ablate.config.load`` -> ``ablate.config``; a top-level module (``ablate.cli``) is its own node."""
+    parts = module.split(".")
+    if len(parts) >= 2 and mods.get(".".join(parts[:2]), Path()).name == "__init__.py":
+        return ".".join(parts[:2])
+    return module
+
+
+def folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    mods = modules()
+    out: dict[str, set[str]] = {}
+    for module, deps in graph.items():
+        src = folder_of(module, mods)
+        out.setdefault(src, set()).update(folder_of(d, mods) for d in deps if folder_of(d, mods) != src)
+    for deps in list(out.values()):
+        for d in deps:
+            out.setdefault(d, set())
+    return out
+
+
+def test_folder_graph_collapses_modules_into_their_folder() -> None:
+    g = folder_graph({"ablate.config.load": {"ablate.config.check", "ablate.errors"}, "ablate.errors": set()})
+    assert g == {"ablate.config": {"ablate.errors"}, "ablate.errors": set()}
+
+
+def test_no_circle_between_folders() -> None:
+    assert cycles(folder_graph(import_graph())) == []
+
+
+def test_configuration_lives_in_one_room() -> None:
+    loose = [p.name for p in PACKAGE.glob("*.py") if p.name.startswith(("config_", "model_"))]
+    assert loose == []
+    assert (PACKAGE / "config" / "__init__.py").is_file()
+
+
+def packed_lines(root: Path = PACKAGE) -> list[tuple[str, str]]:
+    """(file, the assignment it belongs to) for each ``# fmt: skip`` under ``root``."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        rel = str(path.relative_to(root.parent))
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if "fmt: skip" not in line:
+                continue
+            owner = [
+                n.targets[0].id
+                for n in tree.body
+                if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and n.lineno <= i <= n.end_lineno
+            ]
+            found.append((rel, owner[0] if owner else f"line {i}"))
+    return found
+
+
+def test_only_named_tables_opt_out_of_formatting() -> None:
+    assert sorted(set(packed_lines()) - PACKED_TABLES) == []
+
+
+def private_lightning_accesses(root: Path = PACKAGE) -> list[str]:
+    """``x._name`` in a module that imports Lightning, where ``_name`` is an attribute of a Lightning class.
+
+    Lightning's private attributes are collected from the classes a module can reach (Trainer, its loops,
+    LightningModule, loggers, callbacks), so a private attribute of ablate's own classes is not flagged."""
+    private = _lightning_private_names()
+    found = []
+    for name, path in modules(root).items():
+        text = path.read_text(encoding="utf-8")
+        if "lightning" not in text:
+            continue
+        for node in ast.walk(ast.parse(text)):
+            attr = getattr(node, "attr", "")
+            if isinstance(node, ast.Attribute) and attr.startswith("_") and not attr.startswith("__"):
+                if attr in private:
+                    found.append(f"{name}:{node.lineno} .{attr}")
+            if isinstance(node, ast.FunctionDef) and node.name in private:
+                found.append(f"{name}:{node.lineno} def {node.name} (overrides a private Lightning method)")
+    return found
+
+
+def _lightning_private_names() -> set[str]:
+    import lightning.pytorch as pl
+    from lightning.pytorch.loggers import CSVLogger, WandbLogger
+    from lightning.pytorch.loggers.csv_logs import ExperimentWriter
+    from lightning.pytorch.loops import _FitLoop, _TrainingEpochLoop
+
+    names: set[str] = set()
+    classes = [pl.Trainer, pl.LightningModule, pl.LightningDataModule, pl.Callback, CSVLogger, WandbLogger]
+    classes += [ExperimentWriter, _FitLoop, _TrainingEpochLoop]
+    for cls in classes:
+        for klass in cls.__mro__:
+            if klass.__module__.startswith(("lightning", "pytorch_lightning")):
+                names.update(n for n in vars(klass) if n.startswith("_") and not n.startswith("__"))
+    trainer = pl.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False, max_steps=1)
+    csv = CSVLogger(save_dir=tempfile.mkdtemp())
+    for obj in (trainer, trainer.fit_loop, trainer.fit_loop.epoch_loop, pl.LightningModule(), csv):
+        names.update(n for n in vars(obj) if n.startswith("_") and not n.startswith("__"))
+    return names
+
+
+# Private Lightning attributes ablate still touches, each because the public API cannot do it (measured):
+# the logging step of a resumed fit (Lightning restores it one short of global_step from a checkpoint
+# written at validation end: metrics.csv and W&B rows were labelled one step off); and the CSV logger's
+# writer (Lightning's deletes an existing metrics.csv when the run directory is not empty).
+KNOWN_PRIVATE = {"._batches_that_stepped", "._check_log_dir_exists", "._experiment", "._fs"}
+
+
+def test_no_private_lightning_api_beyond_the_named_ones() -> None:
+    found = private_lightning_accesses()
+    unknown = [f for f in found if f.split(" ")[-1] not in KNOWN_PRIVATE and "def " not in f]
+    overrides = [f for f in found if "def " in f and "." + f.split("def ")[1].split(" ")[0] not in KNOWN_PRIVATE]
+    assert unknown + overrides == []
+
+
+def test_the_private_api_finder_finds_one(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "m.py").write_text("import lightning\n\ndef f(m):\n    return m._trainer, m._mine_not_lightning\n")
+    assert private_lightning_accesses(pkg) == ["pkg.m:4 ._trainer"]
 
 
 def test_no_file_over_the_limit() -> None:

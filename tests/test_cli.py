@@ -27,7 +27,7 @@ def test_help_does_not_import_lightning() -> None:
     # `ablate --help`, `status`, `table` and dry runs must stay fast: Lightning costs 5-6 s to import, torch 2-3 s.
     code = (
         "import sys; from ablate.cli import build_parser; build_parser();"
-        "import ablate.config, ablate.registry, ablate.model_size;"
+        "import ablate.config, ablate.registry, ablate.config.size;"
         "print(any(m.startswith(('lightning', 'torch')) for m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -53,7 +53,7 @@ HEAVY = ("torch", "lightning", "pytorch_lightning", "matplotlib", "wandb")
 @pytest.mark.parametrize("command", [["sweep", "--dry-run", "--json"], ["status"], ["table"], ["--help"]], ids=" ".join)
 def test_the_fast_commands_import_no_torch(command: list[str], tmp_path: Path) -> None:
     # `sweep --dry-run`, `status`, `table` and `--help` answer in about a second: torch alone takes 2-3 s
-    # to import (Lightning 5-6 s). Variant names, args and parameter counts come from ablate/model_catalog.py.
+    # to import (Lightning 5-6 s). Variant names, args and parameter counts come from ablate/config/variants.py.
     sweep = tmp_path / "light.yaml"
     sweep.write_text(LIGHT_SWEEP.format(experiment=ROOT / "experiments" / "mini.yaml"), encoding="utf-8")
     args = command if command == ["--help"] else [command[0], str(sweep), *command[1:]]
@@ -113,7 +113,7 @@ def test_missing_config_file_is_reported(capsys: pytest.CaptureFixture[str], tmp
 def test_config_mistakes_are_one_line_errors_at_dry_run(
     override: str, expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 10: a corpus option typo and max_positions below max_len fail at --dry-run, not in every trial."""
+    """A corpus option typo and max_positions below max_len fail at --dry-run, not in every trial."""
     sweep = tmp_path / "s.yaml"
     sweep.write_text(
         f"name: s\nexperiment: {ROOT / 'experiments' / 'mini.yaml'}\nstore: sqlite\n"

@@ -1,4 +1,4 @@
-"""Configuration (ablate/config.py): layering order, one-line errors naming key and source, and every
+"""Configuration (ablate/config/load.py): layering order, one-line errors naming key and source, and every
 experiment file in experiments/ loading, validating and building."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Checks made once at load (ablate/config_check.py): corpus options, cross-section length limits, the
+"""Checks made once at load (ablate/config/check.py): corpus options, cross-section length limits, the
 layer an error names; from_dict's structural rebuild; the light, acyclic corpus registry."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import ablate.config_check
+import ablate.config.check
 from ablate.config import ConfigError, from_dict, load_config, to_dict
 from ablate.data.catalog import CORPORA
 from ablate.data.registry import resolve_options
@@ -77,7 +77,7 @@ def test_positions_must_cover_the_longest_translation(tmp_path: Path) -> None:
 def test_from_dict_rebuilds_without_checking_again(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = load_config(overrides=["model.n_heads=4", "data.args.n_train=10"])
     stored = to_dict(cfg)
-    monkeypatch.setattr(ablate.config_check._Checker, "fail", lambda *a, **k: pytest.fail("checked again"))
+    monkeypatch.setattr(ablate.config.check._Checker, "fail", lambda *a, **k: pytest.fail("checked again"))
     assert from_dict(stored) == cfg
     with pytest.raises(ConfigError, match=r"run/config\.yaml: unknown key 'model\.n_head'"):
         from_dict({"model": {"n_head": 2}}, source="run/config.yaml")  # still structural: keys and types
@@ -95,7 +95,7 @@ def test_the_corpus_registry_and_its_checks_import_no_torch() -> None:
     code = (
         "import sys\n"
         "from ablate.data.catalog import CORPORA, check_corpus\n"
-        "import ablate.data, ablate.config_check\n"
+        "import ablate.data, ablate.config.check\n"
         "check_corpus('builtin', {'n_train': 5}, {'data.valid_split': 'valid'})\n"
         "assert len(CORPORA) >= 4\n"
         "print(sorted(m for m in ('torch', 'lightning', 'sentencepiece') if m in sys.modules))\n"
@@ -129,10 +129,13 @@ def test_corpus_registration_has_no_import_cycle() -> None:
 def test_model_registries_do_not_import_the_config() -> None:
     model = ROOT / "ablate" / "model"
     for name in ("positional.py", "attention.py", "norm.py", "ffn.py", "slots.py", "transformer.py"):
-        # config_schema (the section dataclasses and helpers like head_dims) imports no model code;
-        # ablate.config / config_check import the model registries to check names: a cycle if imported back.
-        back = {m for m in _imports(model / name) if m.startswith(("ablate.config.", "ablate.config_check"))}
-        assert not back and "ablate.config" not in _imports(model / name), name
+        # the torch-free catalogue (config.variants, config.size, config.schema) imports no model code;
+        # loading and checking (config.load, config.check) import the model registries to check names:
+        # a cycle if the model imported them back.
+        back = {
+            m for m in _imports(model / name) if m in ("ablate.config", "ablate.config.load", "ablate.config.check")
+        }
+        assert not back, name
 
 
 def test_special_ids_are_defined_once() -> None:

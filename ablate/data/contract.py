@@ -54,8 +54,13 @@ class CorpusCase:
 
     def where(self) -> dict[str, Any]:
         s = self.setup
-        return dict(root=s.get("root"), src_lang=s.get("src_lang", "en"), tgt_lang=s.get("tgt_lang", "de"),
-                    cache_dir=self.tmp_dir / "cache", progress=False)  # fmt: skip
+        return dict(
+            root=s.get("root"),
+            src_lang=s.get("src_lang", "en"),
+            tgt_lang=s.get("tgt_lang", "de"),
+            cache_dir=self.tmp_dir / "cache",
+            progress=False,
+        )
 
 
 def corpus_case(name: str, tmp_dir: Path) -> CorpusCase | None:

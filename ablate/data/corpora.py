@@ -210,8 +210,10 @@ class TextFiles(FileCorpus):
     @classmethod
     def contract_options(cls, tmp_dir: Path) -> dict[str, Any]:
         write_tiny_pairs(tmp_dir, ["train", "dev", "test"])
-        return {"args": {"train": "train", "valid": ["dev.en", "dev.de"], "test": {"src": "test.en", "tgt": "test.de"}},
-                "root": str(tmp_dir)}  # fmt: skip
+        return {
+            "args": {"train": "train", "valid": ["dev.en", "dev.de"], "test": {"src": "test.en", "tgt": "test.de"}},
+            "root": str(tmp_dir),
+        }
 
 
 MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{name}.{lang}.gz"
@@ -269,8 +271,10 @@ class Multi30k(FileCorpus):
                 "multi30k: no data.root given and downloads are off; set data.root=<folder with train.en ...>"
             )
         folder = Path(cache_dir) / "downloads" / "multi30k"
-        files = {split: _fetch_pair(folder, remote, local, (src_lang, tgt_lang), progress)
-                 for split, (remote, local) in MULTI30K_SPLITS.items()}  # fmt: skip
+        files = {
+            split: _fetch_pair(folder, remote, local, (src_lang, tgt_lang), progress)
+            for split, (remote, local) in MULTI30K_SPLITS.items()
+        }
         return cls("multi30k", files)
 
     @classmethod

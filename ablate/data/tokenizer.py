@@ -24,7 +24,7 @@ from ablate.data.special import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS, UNK_ID
 __all__ = ["BOS_ID", "EOS_ID", "PAD_ID", "SPECIAL_IDS", "UNK_ID", "Tokenizer", "train_tokenizer"]
 
 # Fixed, machine-independent settings: SentencePiece is byte-identical for the same inputs and
-# thread count (STACK-NOTES), so the thread count is a constant, never os.cpu_count().
+# thread count (measured: not for another thread count), so the thread count is a constant, never os.cpu_count().
 TRAIN_THREADS = 4
 TRAINER_SETTINGS = {
     "model_type": "bpe",

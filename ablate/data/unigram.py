@@ -1,7 +1,7 @@
 """The unigram floor: the dev perplexity of a unigram model of the training targets.
 
 A Table 3 row whose dev perplexity is not clearly below this floor has learned no more than subword
-frequencies (DESIGN.md, "Results people can trust": such a row is marked and its statistics withheld).
+frequencies (docs/trust.md: such a row is marked and its statistics withheld).
 
 The floor is measured on the same tokens as ``val/ppl`` (ablate/eval/nll.py): target outputs are the
 sentence's subwords followed by EOS (ablate/data/special.py; ``collate`` in ablate/data/batching.py),

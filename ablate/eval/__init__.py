@@ -6,8 +6,8 @@
 - :mod:`ablate.eval.bleu`: sacreBLEU corpus BLEU with its signature; paper-style tokenized BLEU.
 - :mod:`ablate.eval.nll`: corpus NLL / perplexity and per-sentence NLL (teacher forcing).
 - :mod:`ablate.eval.corpus`: a split's sources and references (:class:`BleuSet`), corpus decoding + BLEU.
-- :mod:`ablate.eval.evaluate`: one split end to end (:func:`evaluate_split`) and ``ablate eval``
-  (:func:`evaluate_run`).
+- :mod:`ablate.eval.evaluate`: one split end to end (:func:`evaluate_split`); ``ablate eval`` re-scores a
+  run's checkpoint with it from :mod:`ablate.train.rerun` (it loads the LightningModule).
 - :mod:`ablate.eval.callback`: :class:`DevBleu`, dev BLEU during training as a Lightning callback.
 - :mod:`ablate.eval.significance`: paired bootstraps and seed tests over the numbers above (the report's).
 

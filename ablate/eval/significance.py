@@ -1,7 +1,7 @@
 """How sure a Table 3 row is: paired bootstraps against base, a seed-spread test, a degeneracy measure.
 
 Pure functions over numbers and strings (numpy; sacreBLEU for BLEU; no torch, no scipy), called by
-the report (DESIGN.md, "Results people can trust"):
+the report (docs/trust.md):
 
 - :func:`paired_bleu`: sacreBLEU's own paired bootstrap test (``sacrebleu.significance.PairedTest``,
   ``test_type="bs"``, the Moses ``bootstrap-hypothesis-difference-significance.pl`` test of Koehn,

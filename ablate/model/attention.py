@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ablate.model_catalog import attention_params, check_heads, default_kv_heads, gqa_params, mha_params, mqa_params
+from ablate.config.variants import attention_params, check_heads, default_kv_heads, gqa_params, mha_params, mqa_params
 from ablate.registry import Registry
 
 ATTENTION: Registry[type[nn.Module]] = Registry("attention", "how queries attend to keys and values")
@@ -141,7 +141,7 @@ class MultiHeadAttention(Attention):
     def __init__(self, d_model: int, n_heads: int, d_k: int, d_v: int, dropout: float = 0.0) -> None:
         super().__init__(d_model, n_heads, d_k, d_v, dropout)
 
-    num_params = staticmethod(mha_params)  # closed forms: ablate/model_catalog.py (no torch)
+    num_params = staticmethod(mha_params)  # closed forms: ablate/config/variants.py (no torch)
 
 
 @ATTENTION.register("gqa")

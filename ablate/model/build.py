@@ -21,7 +21,7 @@ plus every slot arg (the loader refuses an arg the constructor does not accept):
 Parameter counts are closed form: every registered class may define ``num_params`` (a staticmethod or
 classmethod taking the constructor's keywords) in its own class body. A class that does not (or
 inherits it) is built once on the meta device, which allocates nothing, and its parameters counted.
-The counting needs no torch (ablate/model_size.py): the dry run counts built-in variants without it.
+The counting needs no torch (ablate/config/size.py): the dry run counts built-in variants without it.
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from ablate.config import model_section
-from ablate.config_schema import ModelConfig, enc_dec_layers
+from ablate.config.schema import ModelConfig, enc_dec_layers
+from ablate.config.size import count_parameters as closed_form_count
+from ablate.config.size import train_flops as estimate_flops
 from ablate.data.special import PAD_ID
 from ablate.model.slots import Slot, model_slots
 from ablate.model.transformer import DecoderLayer, EncoderLayer, Transformer
-from ablate.model_size import count_parameters as closed_form_count
-from ablate.model_size import train_flops as estimate_flops
 
 
 def _section(model_cfg: Any) -> DictConfig:
@@ -47,7 +47,7 @@ def _section(model_cfg: Any) -> DictConfig:
     if isinstance(model_cfg, DictConfig) and OmegaConf.get_type(model_cfg) is ModelConfig:
         return model_cfg
     if isinstance(model_cfg, Mapping) and not isinstance(model_cfg, DictConfig):
-        # shim (issue 10): remove once ablate/train/system.py, benchmarks/ and tests/train pass model_section(d)
+        # a plain mapping (a saved section, a benchmark's dict) is loaded as a section first
         return model_section(model_cfg)
     raise TypeError(
         f"expected the model section of a loaded config (load_config(...).model, or model_section(mapping) "
@@ -108,7 +108,7 @@ def build_model(model_cfg: DictConfig, vocab_size: int, pad_id: int = PAD_ID) ->
 
 def count_parameters(model_cfg: DictConfig, vocab_size: int) -> int:
     """Closed-form parameter count of ``build_model(model_cfg, vocab_size)``; allocates nothing
-    (the arithmetic, torch-free: ablate/model_size.py)."""
+    (the arithmetic, torch-free: ablate/config/size.py)."""
     return closed_form_count(_section(model_cfg), vocab_size)
 
 
@@ -126,7 +126,7 @@ def train_flops(
     Q.K^T and weights.V at the average lengths ``src_len`` / ``tgt_len`` (causal self-attention sees
     (T+1)/2 keys on average), cross-attention K/V once per source token per decoder layer, and the
     V-way output projection). Training = 3x forward (the backward pass costs about twice the forward).
-    Lengths default to TYPICAL_SENTENCE_LEN (32, ablate/model_size.py, which does the arithmetic without
+    Lengths default to TYPICAL_SENTENCE_LEN (32, ablate/config/size.py, which does the arithmetic without
     torch). The K/V projections move with the attention slot's own parameter count against multi-head
     attention's, so GQA / MQA cost their fewer key/value heads; the scores are h query heads over every
     key, whatever the variant.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ablate.model_catalog import ffn_params, glu_params, glu_width
+from ablate.config.variants import ffn_params, glu_params, glu_width
 from ablate.registry import Registry
 
 FFN: Registry[type[nn.Module]] = Registry("ffn", "position-wise feed-forward network inside every layer")
@@ -36,7 +36,7 @@ class ReluFFN(nn.Module):
         self.w1 = _linear(d_model, d_ff)
         self.w2 = _linear(d_ff, d_model)
 
-    num_params = staticmethod(ffn_params)  # closed forms: ablate/model_catalog.py (no torch)
+    num_params = staticmethod(ffn_params)  # closed forms: ablate/config/variants.py (no torch)
 
     def activation(self, h: Tensor) -> Tensor:
         return F.relu(h)

@@ -15,7 +15,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ablate.model_catalog import layernorm_params, rmsnorm_params, scalenorm_params
+from ablate.config.variants import layernorm_params, rmsnorm_params, scalenorm_params
 from ablate.registry import Registry
 
 NORM: Registry[type[nn.Module]] = Registry("norm", "normalization of the residual stream")
@@ -28,7 +28,7 @@ class LayerNorm(nn.LayerNorm):
     def __init__(self, d_model: int, eps: float = 1e-5) -> None:
         super().__init__(d_model, eps=eps)
 
-    num_params = staticmethod(layernorm_params)  # closed forms: ablate/model_catalog.py (no torch)
+    num_params = staticmethod(layernorm_params)  # closed forms: ablate/config/variants.py (no torch)
 
 
 @NORM.register("rmsnorm")

@@ -28,7 +28,7 @@ Constructors take keyword numbers only, from ``d_model, max_positions, n_heads, 
 True for the decoder's instance) plus the slot's ``args``; each class receives only the names its
 signature lists. ``num_params(**same kwargs)`` gives the closed-form parameter count used by
 :func:`ablate.model.build.count_parameters` (a class that does not define it in its own body is
-counted by building it on the meta device). The built-ins take theirs from ablate/model_catalog.py,
+counted by building it on the meta device). The built-ins take theirs from ablate/config/variants.py,
 where the config check and the dry run count them without importing torch.
 """
 
@@ -39,7 +39,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ablate.model_catalog import learned_params, no_params, rope_params, sinusoidal_params, t5_params
+from ablate.config.variants import learned_params, no_params, rope_params, sinusoidal_params, t5_params
 from ablate.registry import Registry
 
 POSITIONAL: Registry[type[nn.Module]] = Registry(

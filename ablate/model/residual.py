@@ -17,7 +17,7 @@ parameters, not its norms (build.py counts those from the norm slot).
 the residual connection. ``init_sublayer(module)`` is called once on every sub-layer the wrapper will
 wrap, after the sub-layer initialized itself (DeepNet rescales it; the others leave it).
 
-``model.norm_placement: post | pre`` (the flag this slot replaced) is still read: ablate/config.py
+``model.norm_placement: post | pre`` (the flag this slot replaced) is still read: ablate/config/load.py
 maps it to ``model.residual`` when a layer is merged.
 """
 
@@ -29,8 +29,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from ablate.config.variants import no_params
 from ablate.model.dropout import Dropout
-from ablate.model_catalog import no_params
 from ablate.registry import Registry
 
 RESIDUAL: Registry[type[nn.Module]] = Registry("residual", "residual connection and where the norm sits")
@@ -62,7 +62,7 @@ class Residual(nn.Module):
 class PostNorm(Residual):
     """Norm(x + Dropout(f(x))), the paper's placement (Vaswani et al. 2017, section 5.4)."""
 
-    num_params = staticmethod(no_params)  # closed forms: ablate/model_catalog.py (no torch)
+    num_params = staticmethod(no_params)  # closed forms: ablate/config/variants.py (no torch)
 
     def forward(self, x: Tensor, sublayer: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
         return self.norm(x + self.dropout(sublayer(x, *args, **kwargs)))

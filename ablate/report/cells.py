@@ -171,7 +171,7 @@ def legend(table: Table3, terminal: bool = False) -> list[str]:
             else "Δ boot [95% CI] = Δ of the pooled seed-matched pairs and its bootstrap interval; "
             "p = bootstrap / Welch (– = none). "
         )
-        + f"Bootstrap pairs: {PAIRING}.",  # fmt: skip
+        + f"Bootstrap pairs: {PAIRING}.",
         floor,
     ]
     if table.bleu_withheld:

@@ -1,6 +1,6 @@
 """How sure each row of the table is: paired bootstraps against base and the "learned nothing" checks.
 
-DESIGN.md, "Results people can trust". This module reads what the trials left on disk and attaches to
+See docs/trust.md (every number says how sure it is). This module reads what the trials left on disk and attaches to
 a built :class:`~ablate.report.table.Table3`:
 
 * the **unigram floor** of the dev split (stored with the prepared data, :mod:`ablate.data.unigram`);

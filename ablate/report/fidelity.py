@@ -11,7 +11,7 @@ ordering of the rows and the direction of each change against base can. Two meas
   there are significant (the table's marks); an exact 0 on our side counts as a disagreement.
 
 Rows marked "not learned" (dev PPL near the unigram floor) enter neither measure, and BLEU enters none
-when the table withholds it (DESIGN.md, "Results people can trust").
+when the table withholds it (docs/trust.md).
 """
 
 from __future__ import annotations

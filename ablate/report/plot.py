@@ -100,8 +100,17 @@ def _plot_metric(ax, table: Table3, rows: list[ReportRow], metric: str, better: 
     ours_base = getattr(table.base, metric) if table.base else None
     paper_base = PAPER["base"].ppl if metric == "ppl" else PAPER["base"].bleu
     if metric == "bleu" and table.bleu_withheld:
-        ax.text(0.5, 0.5, f"BLEU withheld:\n{table.bleu_withheld}", transform=ax.transAxes, ha="center",
-                va="center", fontsize=9, wrap=True, color="#555555")  # fmt: skip
+        ax.text(
+            0.5,
+            0.5,
+            f"BLEU withheld:\n{table.bleu_withheld}",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=9,
+            wrap=True,
+            color="#555555",
+        )
         ax.set_title(f"dev {name}: withheld", fontsize=10)
         ax.set_xticks([])
         return

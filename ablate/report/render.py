@@ -228,7 +228,7 @@ CSV_FIELDS = [
             *(f"{m}_{f}" for f in _STAT_FIELDS),
             f"paper_{m}",
             f"paper_{m}_delta",
-        )  # fmt: skip
+        )
     ),
     "learned",
     "params",

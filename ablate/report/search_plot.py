@@ -50,15 +50,22 @@ def _panel(ax, row: ReportRow, metric: str, minimize: bool) -> None:
     done = [p for p in tuned.history if p.state == "done" and p.value is not None]
     pruned = [p for p in tuned.history if p.state == "pruned" and p.value is not None]
     ax.scatter([p.number for p in done], [p.value for p in done], color=DONE_COLOR, s=22, zorder=3)
-    ax.scatter([p.number for p in pruned], [p.value for p in pruned], color=PRUNED_COLOR, marker="x", s=26,
-               zorder=3)  # fmt: skip
+    ax.scatter([p.number for p in pruned], [p.value for p in pruned], color=PRUNED_COLOR, marker="x", s=26, zorder=3)
     xs, ys = best_so_far(tuned, minimize)
     if xs:
         last = max(p.number for p in tuned.history)
         ax.step([*xs, last], [*ys, ys[-1]], where="post", color=BEST_COLOR, linewidth=1.4)
     if tuned.best_number is not None and tuned.best.best_value is not None:
-        ax.scatter([tuned.best_number], [tuned.best.best_value], marker="*", s=140, color=BEST_COLOR,
-                   edgecolor="black", linewidth=0.5, zorder=4)  # fmt: skip
+        ax.scatter(
+            [tuned.best_number],
+            [tuned.best.best_value],
+            marker="*",
+            s=140,
+            color=BEST_COLOR,
+            edgecolor="black",
+            linewidth=0.5,
+            zorder=4,
+        )
     values = [p.value for p in tuned.history if p.value is not None]
     if values and min(values) > 0 and max(values) / min(values) > LOG_RATIO:
         from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter

@@ -145,8 +145,16 @@ def csv_record(row: Any) -> dict[str, Any]:
     }
 
 
-CSV_FIELDS = ["tuned_params", "search_trials", "search_done", "search_pruned", "search_failed", "best_value",
-              "best_trial", "best_run"]  # fmt: skip
+CSV_FIELDS = [
+    "tuned_params",
+    "search_trials",
+    "search_done",
+    "search_pruned",
+    "search_failed",
+    "best_value",
+    "best_trial",
+    "best_run",
+]
 
 
 # ----------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ Each sweep row (all seeds of one ``rows:`` entry) becomes a :class:`ReportRow`:
 * our dev PPL / BLEU as mean and sample std over the seeds that finished, the parameter count, and
   each row's delta against our base next to the paper's delta against its base;
 * how many of its trials are done, and which are still waiting, running or have failed;
-* how sure each delta is (DESIGN.md, "Results people can trust"): Welch's test over seeds here
+* how sure each delta is (docs/trust.md): Welch's test over seeds here
   (n >= 2 on both sides), the paired bootstraps over dev sentences and the "learned nothing" checks
   attached afterwards by :mod:`ablate.report.evidence` (they read the run directories).
 
@@ -211,8 +211,9 @@ def _settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
     return {**settings_of(config), **slot_settings(config)} if config else {}
 
 
-def _changed(config: Mapping[str, Any] | None, base_config: Mapping[str, Any] | None, paper: str | None,
-             ignore: Sequence[str]) -> dict[str, Any]:  # fmt: skip
+def _changed(
+    config: Mapping[str, Any] | None, base_config: Mapping[str, Any] | None, paper: str | None, ignore: Sequence[str]
+) -> dict[str, Any]:
     """The settings a row changes against base; without both configs, the paper's cells of its row."""
     if base_config is None or not config:
         return dict(PAPER[paper].changes) if paper in PAPER else {}
@@ -222,8 +223,15 @@ def _changed(config: Mapping[str, Any] | None, base_config: Mapping[str, Any] | 
     return {**changed, OTHER_KEY: other} if other else changed
 
 
-def _report_row(name: str, trials: list[TrialLike], group: str, paper: str | None,
-                base_config: Mapping[str, Any] | None, is_base: bool, ignore: Sequence[str]) -> ReportRow:  # fmt: skip
+def _report_row(
+    name: str,
+    trials: list[TrialLike],
+    group: str,
+    paper: str | None,
+    base_config: Mapping[str, Any] | None,
+    is_base: bool,
+    ignore: Sequence[str],
+) -> ReportRow:
     config = next((t.config for t in trials if t.config), None)
     done = [t for t in trials if t.state == "done"]
     states: dict[str, int] = {}

@@ -128,11 +128,15 @@ def _tuned_list(table: Table3, params: bool) -> list[str]:
     rows = [r for r in table.rows if r.search is not None]
     heads = ["tuned", "best", table.search.metric, "search"] + (["params"] if params else [])
     cells = [
-        [_clip(row_label(r), MAX_ROW), f"#{r.search.best_number}" if r.search.best_number is not None else "-",
-         f"{r.search.best.best_value:.2f}" if r.search.best.best_value is not None else "n/a", r.search.counts]
+        [
+            _clip(row_label(r), MAX_ROW),
+            f"#{r.search.best_number}" if r.search.best_number is not None else "-",
+            f"{r.search.best.best_value:.2f}" if r.search.best.best_value is not None else "n/a",
+            r.search.counts,
+        ]
         + ([r.search.params_text] if params else [])
         for r in rows
-    ]  # fmt: skip
+    ]
     widths = _widths(heads, cells)
     indent = sum(widths[:-1]) + 2 * (len(widths) - 1)
     out = []

@@ -55,9 +55,14 @@ def _search_cells(row: Any) -> dict[str, Any]:
     if row.search is None:
         return dict.fromkeys(SEARCH_COLUMNS)
     rec = row.search.record()
-    return {"best_run": rec["best_run"], "best_value": rec["best_value"], "best_trial": rec["best_trial"],
-            "tuned_params": row.search.params_text if rec["best_params"] else None,
-            "search_trials": rec["trials"], "search_pruned": rec["pruned"]}  # fmt: skip
+    return {
+        "best_run": rec["best_run"],
+        "best_value": rec["best_value"],
+        "best_trial": rec["best_trial"],
+        "tuned_params": row.search.params_text if rec["best_params"] else None,
+        "search_trials": rec["trials"],
+        "search_pruned": rec["pruned"],
+    }
 
 
 def table_rows(table: Table3) -> list[list[Any]]:
@@ -81,8 +86,12 @@ def best_summary(table: Table3) -> dict[str, Any]:
     for row in table.rows:
         if row.search is not None and row.search.best.best_id is not None:
             rec = row.search.record()
-            out[f"best/{row.name}"] = {"run": rec["best_run"], "value": rec["best_value"],
-                                       "trial": rec["best_trial"], "params": rec["best_params"]}  # fmt: skip
+            out[f"best/{row.name}"] = {
+                "run": rec["best_run"],
+                "value": rec["best_value"],
+                "trial": rec["best_trial"],
+                "params": rec["best_params"],
+            }
     return out
 
 
@@ -139,8 +148,9 @@ def log_summary(
     return f"{where} (offline; upload it and the trials' runs with `ablate sync {sweep.path}`)"
 
 
-def _log_run(sweep: Any, table: Table3, pngs: tuple[str | Path | None, str | Path | None], mode: str,
-             out_dir: Path) -> str:  # fmt: skip
+def _log_run(
+    sweep: Any, table: Table3, pngs: tuple[str | Path | None, str | Path | None], mode: str, out_dir: Path
+) -> str:
     import wandb
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -168,8 +178,13 @@ def _log_run(sweep: Any, table: Table3, pngs: tuple[str | Path | None, str | Pat
         run.log(data)
         run.summary.update(best_summary(table))
         run.summary.update({f"fidelity/{k}": v for k, v in fid.as_dict().items() if v is not None})
-        run.summary.update({"report/alpha": table.alpha, "report/unigram_floor": table.floor,
-                            "report/bleu_withheld": table.bleu_withheld or ""})  # fmt: skip
+        run.summary.update(
+            {
+                "report/alpha": table.alpha,
+                "report/unigram_floor": table.floor,
+                "report/bleu_withheld": table.bleu_withheld or "",
+            }
+        )
         where = _where(mode, run)
     finally:
         run.finish()

@@ -143,8 +143,11 @@ def _prepare_once(spec: Sweep, views: Sequence[TrialView]) -> None:
     """Prepare each distinct corpus of the trials still to run, once, before any trial starts (the
     trials then open it from the cache instead of waiting on the first one's BPE)."""
     todo = {v.trial_id for v in views if v.state not in ("done", "pruned")}
-    configs = [t.config for t in (spec.shapes if spec.search is not None else spec.trials) if t.trial_id in todo or
-               spec.search is not None]  # fmt: skip
+    configs = [
+        t.config
+        for t in (spec.shapes if spec.search is not None else spec.trials)
+        if t.trial_id in todo or spec.search is not None
+    ]
     distinct = {json.dumps(c.get("data", {}), sort_keys=True, default=str): c["data"] for c in configs if c.get("data")}
     if not distinct:
         return
@@ -180,8 +183,14 @@ def _launch(spec: Sweep, opened: OpenSweep, launcher_options: Mapping[str, Any] 
     return _ended(launcher.sweep, opened, counts, time.time() - t0, done_before, slots)
 
 
-def _ended(spec: Sweep, opened: OpenSweep, counts: Mapping[str, int], seconds: float,
-           done_before: set[str] = frozenset(), slots: int = 0) -> SweepRun:  # fmt: skip
+def _ended(
+    spec: Sweep,
+    opened: OpenSweep,
+    counts: Mapping[str, int],
+    seconds: float,
+    done_before: set[str] = frozenset(),
+    slots: int = 0,
+) -> SweepRun:
     """The controller's last lines: the tally, the efficiency of a local sweep's slots (ablate.sweep.efficiency)
     and each failure; code 0 when every trial finished."""
     shown = ("done", "pruned", "failed", "waiting", "running") if spec.search else ("done", "failed", "waiting")

@@ -30,7 +30,7 @@ def devices_of(trainer: dict[str, Any]) -> int:
 
 def estimate(sweep: Sweep, t: Trial) -> dict[str, Any]:
     """Parameters, training FLOPs and device-hours of one trial, from its config alone."""
-    from ablate.model_size import count_parameters, plain_section, train_flops  # closed forms: no torch
+    from ablate.config.size import count_parameters, plain_section, train_flops  # closed forms: no torch
 
     c = t.config
     model, vocab_size = plain_section(c["model"]), c["data"]["vocab_size"]

@@ -124,8 +124,10 @@ def count_row(row: Any) -> int:
 
 def count_trials(rows: Sequence[Any], n_seeds: int) -> tuple[int, list[tuple[str, int]]]:
     """(trials of a sweep's rows at ``n_seeds`` seeds, [(row name, its trials)] largest first), cheaply."""
-    per_row = [(str(r.get("name", i + 1)) if isinstance(r, Mapping) else str(i + 1), count_row(r) * n_seeds)
-               for i, r in enumerate(rows)]  # fmt: skip
+    per_row = [
+        (str(r.get("name", i + 1)) if isinstance(r, Mapping) else str(i + 1), count_row(r) * n_seeds)
+        for i, r in enumerate(rows)
+    ]
     return sum(n for _, n in per_row), sorted(per_row, key=lambda x: -x[1])
 
 

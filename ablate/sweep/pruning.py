@@ -24,8 +24,9 @@ from ablate.sweep.search import make_pruner
 class PruneOnValidation(pl.Callback):
     """Reports ``metric`` at each validation to the row-study trial ``trial_id``; raises Pruned if pruned."""
 
-    def __init__(self, storage: Any, study: str, trial_id: int, metric: str, pruner: str,
-                 options: Mapping[str, Any]) -> None:  # fmt: skip
+    def __init__(
+        self, storage: Any, study: str, trial_id: int, metric: str, pruner: str, options: Mapping[str, Any]
+    ) -> None:
         self.storage, self.study_name, self.trial_id = storage, study, trial_id
         self.metric, self.pruner, self.options = metric, pruner, dict(options)
 
@@ -62,5 +63,13 @@ def pruning_callbacks(store: Any, attrs: Mapping[str, Any]) -> list[pl.Callback]
     spec = (store.study_attrs() or {}).get("search") or {}
     if not isinstance(search, Mapping) or search.get("phase") != "search" or spec.get("pruner", "none") == "none":
         return []
-    return [PruneOnValidation(store.storage, str(search["study"]), int(search["trial_id"]), str(spec["metric"]),
-                              str(spec["pruner"]), spec.get("pruner_options") or {})]  # fmt: skip
+    return [
+        PruneOnValidation(
+            store.storage,
+            str(search["study"]),
+            int(search["trial_id"]),
+            str(spec["metric"]),
+            str(spec["pruner"]),
+            spec.get("pruner_options") or {},
+        )
+    ]

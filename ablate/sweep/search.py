@@ -275,8 +275,13 @@ class Searcher:
         trial = study.ask(distributions(self.spec))
         params = {k: clean_value(v) for k, v in trial.params.items()}
         r.params.append(dict(trial.params))
-        info = {"phase": "search", "study": study.study_name, "number": trial.number,
-                "trial_id": trial._trial_id, "params": params}  # fmt: skip  # noqa: SLF001
+        info = {
+            "phase": "search",
+            "study": study.study_name,
+            "number": trial.number,
+            "trial_id": trial._trial_id,
+            "params": params,
+        }  # noqa: SLF001
         try:
             t = sample_trial(self.sweep, r.row, params, self.sweep.templates[0].seed, info)
         except SweepError:

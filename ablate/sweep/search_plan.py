@@ -37,8 +37,15 @@ def search_plan(sweep: Sweep) -> dict[str, Any]:
     for t in sweep.templates:
         e = estimate(sweep, t)
         runs = spec.n_trials + len(seeds) - 1
-        rows.append({**e, "trials": spec.n_trials, "final_seeds": list(seeds[1:]),
-                     "bound_device_hours": e["device_hours"] * runs, "bound_flops": e["flops"] * runs})  # fmt: skip
+        rows.append(
+            {
+                **e,
+                "trials": spec.n_trials,
+                "final_seeds": list(seeds[1:]),
+                "bound_device_hours": e["device_hours"] * runs,
+                "bound_flops": e["flops"] * runs,
+            }
+        )
     saving = pruning_saving(spec)
     bound = sum(r["bound_device_hours"] for r in rows)
     return {
@@ -72,25 +79,35 @@ def print_search_plan(sweep: Sweep, as_json: bool) -> int:
         print(json.dumps(plan, indent=2))
         return 0
     s, total = plan["search"], plan["total"]
-    print(f"search {sweep.name} ({sweep.path}): {len(plan['rows'])} row(s) x {s['n_trials']} trials, "
-          f"launcher {sweep.launcher['name']}")  # fmt: skip
+    print(
+        f"search {sweep.name} ({sweep.path}): {len(plan['rows'])} row(s) x {s['n_trials']} trials, "
+        f"launcher {sweep.launcher['name']}"
+    )
     finals = f"; best re-run at seeds {s['final_seeds']}" if s["final_seeds"] else ""
-    print(f"  {s['metric']} ({s['direction']}), {s['sampler']} sampler, {s['pruner']} pruner, "
-          f"search at seed {s['search_seed']}{finals}")  # fmt: skip
+    print(
+        f"  {s['metric']} ({s['direction']}), {s['sampler']} sampler, {s['pruner']} pruner, "
+        f"search at seed {s['search_seed']}{finals}"
+    )
     for p in s["params"]:
         print(f"  {p}")
     width = max(len(r["row"]) for r in plan["rows"])
     print(f"{'row':<{width}}  {'params':>8}  {'dev-h/trial':>11}  {'runs':>4}  {'bound dev-h':>11}  overrides")
     for r in plan["rows"]:
         runs = r["trials"] + len(r["final_seeds"])
-        print(f"{r['row']:<{width}}  {r['params'] / 1e6:>7.1f}M  {r['device_hours']:>11.3g}  {runs:>4}  "
-              f"{r['bound_device_hours']:>11.3g}  {' '.join(r['overrides'])}")  # fmt: skip
-    print(f"bound: {total['bound_flops']:.3g} FLOPs, {total['bound_device_hours']:.3g} device-hours (every trial to "
-          "the end, at each row's own config)")  # fmt: skip
+        print(
+            f"{r['row']:<{width}}  {r['params'] / 1e6:>7.1f}M  {r['device_hours']:>11.3g}  {runs:>4}  "
+            f"{r['bound_device_hours']:>11.3g}  {' '.join(r['overrides'])}"
+        )
+    print(
+        f"bound: {total['bound_flops']:.3g} FLOPs, {total['bound_device_hours']:.3g} device-hours (every trial to "
+        "the end, at each row's own config)"
+    )
     if total["expected_pruning_saving"]:
-        print(f"expected with pruning: {total['expected_device_hours']:.3g} device-hours "
-              f"(-{total['expected_pruning_saving']:.0%}; assumption: {PRUNED_SHARE:.0%} of the trials after the "
-              f"pruner's start-up trials stop at {PRUNED_AT:.0%} of their steps)")  # fmt: skip
+        print(
+            f"expected with pruning: {total['expected_device_hours']:.3g} device-hours "
+            f"(-{total['expected_pruning_saving']:.0%}; assumption: {PRUNED_SHARE:.0%} of the trials after the "
+            f"pruner's start-up trials stop at {PRUNED_AT:.0%} of their steps)"
+        )
     return 0
 
 

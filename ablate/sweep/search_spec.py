@@ -218,8 +218,10 @@ def read_search(where: str, data: Any) -> SearchSpec:
         raise SweepError(f"{where}.direction: must be minimize or maximize, got {direction!r}")
     better = KNOWN_METRICS.get(metric)
     if better is not None and better != direction:
-        raise SweepError(f"{where}.direction: {metric} is better {'lower' if better == 'minimize' else 'higher'}; "
-                         f"set direction: {better}")  # fmt: skip
+        raise SweepError(
+            f"{where}.direction: {metric} is better {'lower' if better == 'minimize' else 'higher'}; "
+            f"set direction: {better}"
+        )
     if "n_trials" not in data:
         raise SweepError(f"{where}: missing n_trials (trials per row)")
     _positive_int(where, "n_trials", data["n_trials"])
@@ -253,8 +255,10 @@ def read_search(where: str, data: Any) -> SearchSpec:
             raise SweepError(f"{where}.sampler: grid needs choices or a step for every param; {continuous[0]} has none")
         size = spec.grid_size() or 0
         if spec.n_trials > size:
-            raise SweepError(f"{where}.n_trials: {spec.n_trials} trials but the grid has {size} point(s), so some "
-                             f"would repeat; set n_trials: {size}")  # fmt: skip
+            raise SweepError(
+                f"{where}.n_trials: {spec.n_trials} trials but the grid has {size} point(s), so some "
+                f"would repeat; set n_trials: {size}"
+            )
     if sampler == "cmaes" and any(p.choices is not None for p in checked):
         raise SweepError(f"{where}.sampler: cmaes samples ranges only; use tpe for choices")
     return spec

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ablate.config import ConfigError, load_config, to_dict
-from ablate.config_schema import hash_view
+from ablate.config.schema import hash_view
 from ablate.sweep.errors import SweepError
 from ablate.sweep.expand import as_layer, check_row, dotlist, expand_row, merge, set_dotted
 from ablate.sweep.search_spec import SearchSpec, read_search
@@ -194,9 +194,17 @@ def read_sweep_file(path: str | Path) -> SweepFile:
 # ----------------------------------------------------------------------------------------------
 
 
-def _make_trial(sf: SweepFile, row: Mapping[str, Any], label: str, paper: str | None, layer: dict[str, Any],
-                cli: Sequence[str], seed: int, order: int,
-                search: Mapping[str, Any] | None = None) -> Trial:  # fmt: skip
+def _make_trial(
+    sf: SweepFile,
+    row: Mapping[str, Any],
+    label: str,
+    paper: str | None,
+    layer: dict[str, Any],
+    cli: Sequence[str],
+    seed: int,
+    order: int,
+    search: Mapping[str, Any] | None = None,
+) -> Trial:
     group = str(row.get("group", ""))
     layers: list[tuple[str, Any]] = []
     if sf.layer:
@@ -299,8 +307,9 @@ def expand(sf: SweepFile, overrides: Sequence[str] = ()) -> Sweep:
     common = dict(max_retries=sf.max_retries, heartbeat=sf.heartbeat, cost=sf.cost, runs_root=sf.runs_root)
     if sf.search is not None:
         templates = _search_templates(sf, overrides)
-        return Sweep(**header, **common, trials=(), overrides=tuple(overrides), search=sf.search,
-                     templates=templates, source=sf)  # fmt: skip
+        return Sweep(
+            **header, **common, trials=(), overrides=tuple(overrides), search=sf.search, templates=templates, source=sf
+        )
     trials: list[Trial] = []
     seen_ids: dict[str, str] = {}
     for row, label, paper, layer in _rows(sf):

@@ -176,7 +176,7 @@ class TrialView:
         measured = self.metrics.get("params")
         if isinstance(measured, (int, float)) and not isinstance(measured, bool):
             return int(measured)
-        from ablate.model_size import count_parameters, plain_section  # closed forms: no torch
+        from ablate.config.size import count_parameters, plain_section  # closed forms: no torch
 
         return int(count_parameters(plain_section(self.config["model"]), self.config["data"]["vocab_size"]))
 

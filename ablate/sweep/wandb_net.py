@@ -1,6 +1,6 @@
 """Is the W&B server reachable? One short TCP probe per sweep, before any trial starts.
 
-With an API key and no network ``wandb.init`` stalls ~90 s and then fails (see STACK-NOTES), once per
+With an API key and no network ``wandb.init`` stalls ~90 s and then fails (measured with wandb 0.31), once per
 trial attempt. So a sweep whose trials would log online probes the server once (a TCP connect to
 ``WANDB_BASE_URL``, default https://api.wandb.ai, 3 s timeout): when it cannot be reached, trials
 that chose online by the ``auto`` rule log offline instead (``WANDB_MODE=offline`` in the controller's

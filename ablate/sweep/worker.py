@@ -85,6 +85,17 @@ def slurm_trainer_kwargs() -> dict[str, Any]:
     return {"plugins": [SLURMEnvironment(auto_requeue=False)]}
 
 
+def process_rank() -> int:
+    """This process's DDP rank as its launcher tells it, before Lightning is imported.
+
+    A SLURM task has ``SLURM_PROCID``; a rank Lightning's subprocess launcher starts (local multi-device
+    trials re-execute this worker's command line) has ``LOCAL_RANK`` > 0; torchrun sets ``RANK``. Only
+    rank 0 claims the attempt and records its result: another rank that did would store an empty result
+    first and make rank 0's real one fail as an update of a finished trial."""
+    ranks = [os.environ.get(k, "0") for k in ("SLURM_PROCID", "RANK", "LOCAL_RANK")]
+    return max(int(r) if r.strip().isdigit() else 0 for r in ranks)
+
+
 def run_trial(
     url: str,
     study: str,
@@ -96,46 +107,45 @@ def run_trial(
 ) -> str:
     """Claim (or re-enter) an attempt and run it to the end; returns the final state name."""
     store = SweepStore(url, study)
-    if int(os.environ.get("SLURM_PROCID", "0")) != 0:
+    if process_rank() != 0:
         return _run_rank(store, storage_id, trainer_kwargs, trial_fn or load_trial_fn())
     if not store.claim(storage_id, token):
         print(f"ablate worker: trial #{storage_id} is held by someone else; nothing to do", file=sys.stderr)
         return "SKIPPED"
     attempt = store.get(storage_id)
-    attrs = attempt.attrs
-    run_dir = Path(attrs["run_dir"])
+    run_dir = Path(attempt.attrs["run_dir"])
     run_dir.mkdir(parents=True, exist_ok=True)
     interval = float(store.study_attrs().get("heartbeat", {}).get("interval_s", 10.0))
     beat = _Heartbeat(store, storage_id, interval)
     beat.start()
     try:
-        cfg = _stored_config(store, attrs)
+        cfg = _stored_config(store, attempt.attrs)
         fn = trial_fn or load_trial_fn()  # after the claim: importing the trainer takes seconds
-        metrics = fn(
-            cfg, str(run_dir), resume=True, trainer_kwargs=_with_pruning(store, attrs, trainer_kwargs),
-            wandb_id=attrs.get("wandb_id"),
-        )  # fmt: skip
-        beat.stopped.set()
-        store.finish(storage_id, {**dict(metrics or {}), "run_dir": str(run_dir), "attempt": attempt.attempt})
-        return "COMPLETE"
-    except Pruned as exc:  # a search trial its row's pruner stopped: a result, never retried
-        beat.stopped.set()
-        store.prune(storage_id, {exc.metric: exc.value, "step": exc.step, "pruned_at": exc.step,
-                                 "run_dir": str(run_dir), "attempt": attempt.attempt})  # fmt: skip
-        return "PRUNED"
-    except Preempted as exc:  # a SLURM stop signal: last.ckpt written; keep the claim for the requeued job
-        beat.stopped.set()
-        _keep_for_requeue(store, storage_id, str(exc))
-        return "PREEMPTED"
-    except Interrupted:
-        beat.stopped.set()
-        store.fail(storage_id, "interrupted (Ctrl-C or SIGTERM); resumes from its checkpoint", "interrupted")
-        return "FAIL"
-    except BaseException as exc:  # noqa: BLE001 - every failure is recorded; the worker then exits
-        beat.stopped.set()
-        return _record_failure(store, storage_id, run_dir, exc)
+        kwargs = _with_pruning(store, attempt.attrs, trainer_kwargs)
+        metrics = fn(cfg, str(run_dir), resume=True, trainer_kwargs=kwargs, wandb_id=attempt.attrs.get("wandb_id"))
+    except BaseException as exc:  # noqa: BLE001 - every way a trial ends is recorded; the worker then exits
+        beat.stopped.set()  # no beat may land after the final state
+        return _record_end(store, attempt, run_dir, exc)
     finally:
         beat.stopped.set()
+    store.finish(storage_id, {**dict(metrics or {}), "run_dir": str(run_dir), "attempt": attempt.attempt})
+    return "COMPLETE"
+
+
+def _record_end(store: SweepStore, attempt: Any, run_dir: Path, exc: BaseException) -> str:
+    """Store how a trial that raised ended: pruned, kept for a requeue, interrupted or failed."""
+    sid = attempt.storage_id
+    if isinstance(exc, Pruned):  # a search trial its row's pruner stopped: a result, never retried
+        where = {"step": exc.step, "pruned_at": exc.step, "run_dir": str(run_dir), "attempt": attempt.attempt}
+        store.prune(sid, {exc.metric: exc.value, **where})
+        return "PRUNED"
+    if isinstance(exc, Preempted):  # a SLURM stop signal: last.ckpt written; keep the claim for the requeue
+        _keep_for_requeue(store, sid, str(exc))
+        return "PREEMPTED"
+    if isinstance(exc, Interrupted):
+        store.fail(sid, "interrupted (Ctrl-C or SIGTERM); resumes from its checkpoint", "interrupted")
+        return "FAIL"
+    return _record_failure(store, sid, run_dir, exc)
 
 
 def _with_pruning(store: SweepStore, attrs: dict[str, Any], kwargs: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -2,5 +2,5 @@
 and the run engine.
 
 `train(cfg)` lives in ablate/train/run.py (imported lazily: Lightning is slow to import); evaluation
-(decoding, BLEU, PPL, `evaluate_run`) is ablate.eval, and `ablate.train.run.evaluate_run` re-exports it.
+(decoding, BLEU, PPL) is ablate.eval; `ablate eval` (re-scoring a run's checkpoint) is ablate.train.rerun.
 """

@@ -100,13 +100,12 @@ class FinishWithValidation(pl.Callback):
     """Sets ``trainer.should_stop`` at the last step / last batch of the last epoch, which makes
     Lightning run a validation there (it does not on reaching max_steps by itself)."""
 
-    def on_train_batch_end(self, trainer: pl.Trainer, *args: Any) -> None:
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
         last_step = trainer.max_steps > 0 and trainer.global_step >= trainer.max_steps
-        epoch_loop = trainer.fit_loop.epoch_loop
         last_epoch = (
             trainer.max_epochs is not None
             and trainer.max_epochs > 0
-            and epoch_loop.batch_progress.is_last_batch
+            and batch_idx + 1 >= trainer.num_training_batches
             and trainer.current_epoch + 1 >= trainer.max_epochs
         )
         if last_step or last_epoch:

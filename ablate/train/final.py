@@ -60,8 +60,17 @@ def _timing(timing: dict[str, float | None], train_s: float, eval_s: float) -> d
     }
 
 
-def final_metrics(cfg: DictConfig, trainer: Any, system: Any, prepared: Any, rd: RunDir, monitor: Any, t0: float,
-                  run_id: str, timing: dict[str, float | None] | None = None) -> dict[str, Any]:  # fmt: skip
+def final_metrics(
+    cfg: DictConfig,
+    trainer: Any,
+    system: Any,
+    prepared: Any,
+    rd: RunDir,
+    monitor: Any,
+    t0: float,
+    run_id: str,
+    timing: dict[str, float | None] | None = None,
+) -> dict[str, Any]:
     """Dev and test metrics of the final model -> metrics.json, outputs/<split>.hyp and .nll.
 
     ``timing`` (seconds: startup_s, data_s, setup_s, fit_s) joins the metrics with the final evaluation's
@@ -75,26 +84,7 @@ def final_metrics(cfg: DictConfig, trainer: Any, system: Any, prepared: Any, rd:
         step = checkpoint_step(rd.last_ckpt)
     max_tokens, valid = int(cfg.data.max_tokens), cfg.data.valid_split
     used, used_step, dev_nll = choose_final_weights(system, rd, prepared.split(valid), max_tokens, step)
-    settings = DecodeSettings.from_config(cfg.eval)
-    splits = [("val", valid, cfg.eval.bleu_max_sentences, dev_nll)]
-    if cfg.eval.test:
-        splits.append(("test", cfg.data.test_split, None, None))
-    metrics: dict[str, Any] = {}
-    for prefix, split, limit, nll in splits:
-        result = evaluate_split(
-            system.model,
-            prepared,
-            split,
-            settings,
-            prefix=prefix,
-            max_tokens=max_tokens,
-            bleu_limit=limit,
-            tokenized=bool(cfg.eval.tokenized_bleu),
-            device=system.device,
-            nll=nll,
-        )
-        metrics.update(result.metrics)
-        write_outputs(rd, split, result)
+    metrics = _score_splits(cfg, system, prepared, rd, dev_nll)
     tokens_per_sec = monitor.tokens_per_sec or float(rd.read_progress().get("tokens_per_sec") or 0.0)
     metrics.update(
         {
@@ -113,4 +103,30 @@ def final_metrics(cfg: DictConfig, trainer: Any, system: Any, prepared: Any, rd:
         }
     )
     rd.write_metrics(metrics)
+    return metrics
+
+
+def _score_splits(cfg: DictConfig, system: Any, prepared: Any, rd: RunDir, dev_nll: Any) -> dict[str, Any]:
+    """Dev (BLEU on the configured subset, the NLL already computed) and, when asked, test metrics;
+    each split's hypotheses and per-sentence NLL written to ``outputs/``."""
+    settings = DecodeSettings.from_config(cfg.eval)
+    splits = [("val", cfg.data.valid_split, cfg.eval.bleu_max_sentences, dev_nll)]
+    if cfg.eval.test:
+        splits.append(("test", cfg.data.test_split, None, None))
+    metrics: dict[str, Any] = {}
+    for prefix, split, limit, nll in splits:
+        result = evaluate_split(
+            system.model,
+            prepared,
+            split,
+            settings,
+            prefix=prefix,
+            max_tokens=int(cfg.data.max_tokens),
+            bleu_limit=limit,
+            tokenized=bool(cfg.eval.tokenized_bleu),
+            device=system.device,
+            nll=nll,
+        )
+        metrics.update(result.metrics)
+        write_outputs(rd, split, result)
     return metrics

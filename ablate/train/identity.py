@@ -12,7 +12,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from ablate.config import read_yaml, to_dict
-from ablate.config_schema import hash_view
+from ablate.config.schema import hash_view
 from ablate.rundir import RunDir, RunDirError
 
 # Sections and fields that may change when a run is resumed (how long, on what, how it is logged);

@@ -3,13 +3,14 @@
 prepare_data -> TranslationDataModule -> TranslationSystem -> Trainer.fit -> the final model (best or
 last, :mod:`ablate.train.final`) -> dev and test metrics -> ``metrics.json``. The run directory layout is
 :mod:`ablate.rundir`; an existing ``checkpoints/last.ckpt`` in it is resumed. Evaluation of a finished
-run (``ablate eval``) is :func:`ablate.eval.evaluate.evaluate_run`, re-exported here.
+run (``ablate eval``) is :func:`ablate.train.rerun.evaluate_run`, re-exported here.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -19,10 +20,10 @@ from omegaconf import DictConfig
 
 from ablate.config import save_config, to_dict
 from ablate.errors import Pruned
-from ablate.eval.evaluate import evaluate_run
 from ablate.rundir import SPAWNED_AT_ENV, RunDir, RunDirError
 from ablate.train.identity import check_resumable, make_run_dir, wandb_run_id
 from ablate.train.preempt import Preempted
+from ablate.train.rerun import evaluate_run
 
 
 def system_kwargs(cfg: DictConfig, vocab_size: int) -> dict[str, Any]:
@@ -83,12 +84,17 @@ def open_run_dir(cfg: DictConfig, output_dir: str | Path | None, resume: bool) -
     return rd, resume_step
 
 
-def train(cfg: DictConfig, output_dir: str | Path | None = None, *, resume: bool = True,
-          trainer_kwargs: dict[str, Any] | None = None, wandb_id: str | None = None) -> dict[str, Any]:  # fmt: skip
+def train(
+    cfg: DictConfig,
+    output_dir: str | Path | None = None,
+    *,
+    resume: bool = True,
+    trainer_kwargs: dict[str, Any] | None = None,
+    wandb_id: str | None = None,
+) -> dict[str, Any]:
     """Train and evaluate one configuration; returns (and writes to metrics.json) the final metrics."""
     import lightning.pytorch as pl
 
-    from ablate.data.datamodule import TranslationDataModule
     from ablate.data.prepare import prepare_data
     from ablate.train.final import final_metrics
     from ablate.train.host import keep_freed_memory
@@ -102,14 +108,7 @@ def train(cfg: DictConfig, output_dir: str | Path | None = None, *, resume: bool
     rd, resume_step = open_run_dir(cfg, output_dir, resume)
     prepared = prepare_data(cfg.data, progress=cfg.logging.progress_bar)
     timing["data_s"] = time.monotonic() - t0
-    dm = TranslationDataModule(
-        prepared.dir,
-        cfg.data.max_tokens,
-        cfg.train.seed,
-        cfg.data.valid_split,
-        cfg.data.test_split,
-        num_workers=cfg.data.num_workers,
-    )
+    dm = _datamodule(cfg, prepared)
     pl.seed_everything(cfg.train.seed, workers=True, verbose=False)
     system = TranslationSystem(**system_kwargs(cfg, prepared.vocab_size))
     run_id = wandb_id or wandb_run_id(cfg, rd.path)
@@ -143,6 +142,16 @@ def train(cfg: DictConfig, output_dir: str | Path | None = None, *, resume: bool
         _finish_wandb(trainer, status)
 
 
+def _datamodule(cfg: DictConfig, prepared: Any) -> Any:
+    """The training and evaluation batches of the prepared data, shuffled by the trial's seed."""
+    from ablate.data.datamodule import TranslationDataModule
+
+    data = cfg.data
+    return TranslationDataModule(
+        prepared.dir, data.max_tokens, cfg.train.seed, data.valid_split, data.test_split, num_workers=data.num_workers
+    )
+
+
 def _startup_seconds() -> float | None:
     """Seconds since a launcher spawned this process (interpreter, imports, worker set-up); None unless it says."""
     try:
@@ -166,8 +175,10 @@ def result_lines(metrics: dict[str, Any]) -> list[str]:
         shown = run_dir.relative_to(Path.cwd())
     except ValueError:
         shown = run_dir
-    lines = [f"run {shown}: step {metrics.get('step')}, final weights {metrics.get('checkpoint')} "
-             f"(step {metrics.get('checkpoint_step')})"]  # fmt: skip
+    lines = [
+        f"run {shown}: step {metrics.get('step')}, final weights {metrics.get('checkpoint')} "
+        f"(step {metrics.get('checkpoint_step')})"
+    ]
     for prefix, label in (("val", "dev "), ("test", "test")):
         ppl, bleu = metrics.get(f"{prefix}/ppl"), metrics.get(f"{prefix}/bleu")
         if not isinstance(ppl, (int, float)):
@@ -191,8 +202,12 @@ def _log_final(trainer: Any, metrics: dict[str, Any]) -> None:
 
 
 def _finish_wandb(trainer: Any, status: str) -> None:
+    """Finish this process's W&B run (``wandb.run``: the one the WandbLogger started, if it did)."""
+    wandb = sys.modules.get("wandb")  # not imported: no run was started
+    if wandb is None or wandb.run is None:
+        return
     for logger in getattr(trainer, "loggers", []):
-        if type(logger).__name__ == "WandbLogger" and getattr(logger, "_experiment", None) is not None:
+        if type(logger).__name__ == "WandbLogger":
             if status != "preempted":
                 if status == "pruned":
                     logger.experiment.summary["pruned"] = True

@@ -136,12 +136,12 @@ class TranslationSystem(pl.LightningModule):
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         states = checkpoint.get("ablate_rng")
         if states:
-            rank = self.trainer.global_rank if self._trainer is not None else 0
+            rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
             self._pending_rng = states[rank] if rank < len(states) else states[0]
 
 
 def load_system(path: str | Path, map_location: Any = "cpu") -> TranslationSystem:
-    """A TranslationSystem from a checkpoint. Checkpoints written before issue 10 also hold the decoding
+    """A TranslationSystem from a checkpoint. Checkpoints of older ablate versions also hold the decoding
     settings as hyperparameters (beam_size, length_penalty, ...): they now come from the run's
     ``eval`` config, so hyperparameters the constructor no longer takes are dropped."""
     ckpt = torch.load(path, map_location=map_location, weights_only=False)

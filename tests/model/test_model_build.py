@@ -8,7 +8,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-import ablate.config_check
+import ablate.config.check
 import ablate.model.slots
 from ablate.config import ConfigError, ModelConfig, from_dict, load_config, model_section, to_dict
 from ablate.model import build_model, count_parameters, train_flops
@@ -40,8 +40,8 @@ def test_builders_do_not_check_again(tiny_model_cfg: dict[str, Any], monkeypatch
     def checked_again(*_: Any, **__: Any) -> None:
         raise AssertionError("the model section was checked a second time")
 
-    monkeypatch.setattr(ablate.config_check, "validate_config", checked_again)
-    monkeypatch.setattr(ablate.config_check._Checker, "fail", checked_again)
+    monkeypatch.setattr(ablate.config.check, "validate_config", checked_again)
+    monkeypatch.setattr(ablate.config.check._Checker, "fail", checked_again)
     monkeypatch.setattr(ablate.model.slots, "check_slot", checked_again)
     model = build_model(section, vocab_size=32)
     assert count_parameters(section, 32) == sum(p.numel() for p in model.parameters())

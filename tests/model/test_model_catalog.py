@@ -1,4 +1,4 @@
-"""ablate/model_catalog.py, the torch-free stand-ins of the built-in variants, against the real registries:
+"""ablate/config/variants.py, the torch-free stand-ins of the built-in variants, against the real registries:
 same names, constructor keywords, closed forms and residual attributes, so they cannot drift; and the
 same checks, errors, parameter counts and FLOPs whichever of the two a lookup answers from."""
 
@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-import ablate.model_catalog
+import ablate.config.variants
 from ablate.config import ConfigError, load_config, model_section
+from ablate.config.size import check_slot, count_parameters, keywords, train_flops
+from ablate.config.variants import BUILTIN, Variant, lookup
 from ablate.model.contract import variant_config
 from ablate.model.slots import SLOT_REGISTRIES
-from ablate.model_catalog import BUILTIN, Variant, lookup
-from ablate.model_size import check_slot, count_parameters, keywords, train_flops
 from ablate.registry import RegistryError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +31,7 @@ def _builtins(kind: str) -> list[str]:
 @pytest.fixture
 def catalogue_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Lookups answer from the catalogue, as in a process that never imported ablate.model."""
-    monkeypatch.setattr(ablate.model_catalog, "loaded_registry", lambda kind: None)
+    monkeypatch.setattr(ablate.config.variants, "loaded_registry", lambda kind: None)
 
 
 def test_the_catalogue_lists_every_built_in_variant_and_no_other() -> None:
@@ -81,7 +81,7 @@ def _check(kind: str, spec: Any) -> str:
 @pytest.mark.parametrize(("kind", "spec"), SLOTS)
 def test_slot_checks_say_the_same_from_either(kind: str, spec: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     real = _check(kind, spec)
-    monkeypatch.setattr(ablate.model_catalog, "loaded_registry", lambda kind: None)
+    monkeypatch.setattr(ablate.config.variants, "loaded_registry", lambda kind: None)
     assert _check(kind, spec) == real
 
 
@@ -97,7 +97,7 @@ MODELS = [variant_config(kind, name) for kind, name in BUILTIN_CASES] + [
 def test_counts_and_flops_are_the_same_from_either(model: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     section = model_section(model)
     real = (count_parameters(section, 100), train_flops(section, 100, 1e4, 2e4, 20, 30))
-    monkeypatch.setattr(ablate.model_catalog, "loaded_registry", lambda kind: None)
+    monkeypatch.setattr(ablate.config.variants, "loaded_registry", lambda kind: None)
     assert (count_parameters(section, 100), train_flops(section, 100, 1e4, 2e4, 20, 30)) == real
 
 
@@ -109,7 +109,7 @@ def test_impossible_models_are_refused_alike(model: dict[str, Any], monkeypatch:
     layers = [("test", {"model": {"d_model": 64, "n_heads": 4, **model}, "data": {"max_len": 8}})]
     with pytest.raises(ConfigError) as real:
         load_config(layers=layers)
-    monkeypatch.setattr(ablate.model_catalog, "loaded_registry", lambda kind: None)
+    monkeypatch.setattr(ablate.config.variants, "loaded_registry", lambda kind: None)
     with pytest.raises(ConfigError) as light:
         load_config(layers=layers)
     assert str(light.value) == str(real.value)
@@ -123,9 +123,10 @@ def _imports(path: Path, top_level_only: bool) -> set[str]:
 
 
 def test_the_catalogue_and_the_counting_import_no_torch_and_no_model_code() -> None:
-    for name in ("model_catalog.py", "model_size.py"):
-        every = _imports(ROOT / "ablate" / name, top_level_only=False)
+    config = ROOT / "ablate" / "config"
+    for name in ("variants.py", "size.py"):
+        every = _imports(config / name, top_level_only=False)
         assert not {m for m in every if m == "ablate.model" or m.startswith("ablate.model.")}, name
-        assert not {m for m in _imports(ROOT / "ablate" / name, top_level_only=True) if m.startswith("torch")}, name
-    # model_size imports torch only to count a class without a closed form (a plugin's: torch is loaded)
-    assert not {m for m in _imports(ROOT / "ablate" / "model_catalog.py", False) if m.startswith("torch")}
+        assert not {m for m in _imports(config / name, top_level_only=True) if m.startswith("torch")}, name
+    # size.py imports torch only to count a class without a closed form (a plugin's: torch is loaded)
+    assert not {m for m in _imports(config / "variants.py", False) if m.startswith("torch")}

@@ -36,7 +36,7 @@ TABLE3: dict[str, tuple[dict[str, Any], float | None]] = {
     "E": ({"positional": "learned"}, 65),
     "big": ({"d_model": 1024, "d_ff": 4096, "n_heads": 16, "dropout": 0.3}, 213),
 }
-PAPER_VOCAB = 41000  # the embedding size the paper's params column is consistent with (issue 2)
+PAPER_VOCAB = 41000  # the embedding size the paper's params column is consistent with
 
 
 @pytest.mark.parametrize("row", list(TABLE3))

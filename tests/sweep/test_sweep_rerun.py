@@ -1,5 +1,5 @@
 """A rerun of a finished sweep (`ablate sweep FILE` when every trial is done) launches nothing and stays
-light: no torch, Lightning or wandb import (issue 15: it answers in about the time `ablate status` does).
+light: no torch, Lightning or wandb import (it answers in about the time `ablate status` does).
 
 Default tier: the finished store is written in-process (each trial claimed and finished, no worker), as
 are the summary files of the earlier run (table JSON, plot, W&B record), then the CLI runs as a subprocess.

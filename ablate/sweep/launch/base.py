@@ -116,7 +116,7 @@ class Launcher:
         return sorted(out, key=lambda a: (-cost.get(a.ablate_id, 0.0), order[a.ablate_id], a.attempt))
 
     def _costs(self) -> dict[str, float]:
-        from ablate.sweep.cost import estimate  # torch-free (ablate/model_size.py): once per controller
+        from ablate.sweep.cost import estimate  # torch-free (ablate/config/size.py): once per controller
 
         if self._cost_cache is None:
             self._cost_cache = {}
@@ -134,8 +134,10 @@ class Launcher:
 
             self.searcher = Searcher(self.sweep, self.store)
             s = self.sweep.search
-            view.note(f"store {self.store.url}: search of {len(self.sweep.rows)} row(s), {s.n_trials} trials each "
-                      f"({s.sampler} sampler, {s.pruner} pruner, {s.metric} {s.direction})")  # fmt: skip
+            view.note(
+                f"store {self.store.url}: search of {len(self.sweep.rows)} row(s), {s.n_trials} trials each "
+                f"({s.sampler} sampler, {s.pruner} pruner, {s.metric} {s.direction})"
+            )
         else:
             view.note(f"store {self.store.url}: {len(created)} new trial(s), {len(self.sweep.trials)} in the sweep")
         self.retry_failed(first=True)

@@ -49,8 +49,9 @@ class ContractError(AssertionError):
     """A launcher broke one check of the contract; the message is one line saying how."""
 
 
-def contract_trial(cfg: Any, output_dir: str, *, resume: bool = True, trainer_kwargs: Any = None,
-                   wandb_id: Any = None) -> dict[str, Any]:  # fmt: skip
+def contract_trial(
+    cfg: Any, output_dir: str, *, resume: bool = True, trainer_kwargs: Any = None, wandb_id: Any = None
+) -> dict[str, Any]:
     """The stand-in trainer: returns, raises or kills its process, by row name (``cfg.logging.name``)."""
     row = str(cfg.logging.name)
     run_dir = Path(output_dir)

@@ -1,11 +1,11 @@
 """Checking a composed config once, when it is loaded: values, variant names and slot args, corpus
 options, and the limits that span sections (positions vs. sentence and translation lengths).
 
-Types and unknown keys are checked while the layers merge (ablate/config.py). Every error is one line
+Types and unknown keys are checked while the layers merge (ablate/config/load.py). Every error is one line
 ``<layer>: <key>: <what is wrong and what to do>`` where ``<layer>`` is the file or override that set
 the key (:class:`Origins`). Names are checked against the registries of the section that uses them:
-corpora through ablate/data/catalog.py, model variants through ablate/model_size.py (neither imports
-torch: the built-in variants' names, args and closed forms are in ablate/model_catalog.py).
+corpora through ablate/data/catalog.py, model variants through ablate/config/size.py (neither imports
+torch: the built-in variants' names, args and closed forms are in ablate/config/variants.py).
 Launchers are the sweep file's business, not the config's.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from ablate.config_schema import SLOT_FIELDS, positions_needed
+from ablate.config.schema import SLOT_FIELDS, positions_needed
 from ablate.errors import ConfigError
 
 DEFAULTS = "defaults"
@@ -185,7 +185,7 @@ def _check_corpus(c: _Checker) -> None:
 
 
 def _check_variants(c: _Checker) -> None:
-    from ablate.model_size import check_slot, model_slots
+    from ablate.config.size import check_slot, model_slots
     from ablate.registry import RegistryError
 
     for kind in SLOT_FIELDS:

@@ -1,7 +1,7 @@
 """The configuration schema: one dataclass per section; defaults are the paper's base model and recipe.
 
 Vaswani et al. 2017, section 6.1 and Table 3 "base". Loading, layering and checking live in
-ablate/config.py and ablate/config_check.py; this module is only the shape (and two small helpers
+ablate/config/load.py and ablate/config/check.py; this module is only the shape (and two small helpers
 that derive values from a model section).
 """
 

@@ -5,7 +5,7 @@ the config loader calls once (unknown names, malformed slots, args the class doe
 each closed form of :func:`model_slots` (impossible values). ablate/model/build.py builds from the
 same :func:`model_slots` and wraps :func:`count_parameters` and :func:`train_flops`.
 
-Names resolve through ablate/model_catalog.py: the real classes once ablate.model is imported, else
+Names resolve through ablate/config/variants.py: the real classes once ablate.model is imported, else
 the built-in variants' stand-ins, so the config check, ``ablate sweep --dry-run``, ``ablate status``
 and ``ablate table`` import no torch. Torch is imported only to count a class without a closed form
 (a plugin's), which is built on the meta device, and such a class means ablate.model is imported.
@@ -21,8 +21,8 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from ablate.config_schema import ModelConfig, enc_dec_layers, head_dims, upgrade_layer
-from ablate.model_catalog import Variant, attention_params, lookup
+from ablate.config.schema import ModelConfig, enc_dec_layers, head_dims, upgrade_layer
+from ablate.config.variants import Variant, attention_params, lookup
 from ablate.registry import RegistryError, parse_slot
 
 # Used by train_flops when the caller does not know the average sentence lengths: about the mean

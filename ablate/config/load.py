@@ -2,13 +2,13 @@
 
 Layers, later ones win::
 
-    dataclass defaults (the paper's base model, ablate/config_schema.py)
+    dataclass defaults (the paper's base model, ablate/config/schema.py)
       <- experiment file (experiments/*.yaml, may `extends:` another file)
       <- sweep row overrides
       <- command-line dotlist (model.n_heads=4)
 
 :func:`load_config` merges them (unknown keys and wrong types are caught per layer) and checks the
-result once (ablate/config_check.py: values, variant names, corpus options, cross-section limits).
+result once (ablate/config/check.py: values, variant names, corpus options, cross-section limits).
 Every mistake raises :class:`ConfigError` whose message is one line naming the key and the file or
 override it came from. After that nothing re-checks the config: builders (ablate/model/build.py,
 ablate/data/prepare.py) only read it, and :func:`from_dict` rebuilds a config ablate itself stored.
@@ -27,47 +27,14 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ablate.config_check import Origins, validate_config
-from ablate.config_schema import (
+from ablate.config.check import Origins, validate_config
+from ablate.config.schema import (
     OPEN_DICTS,
-    SECTIONS,
     SLOT_FIELDS,
     Config,
-    DataConfig,
-    EvalConfig,
-    LoggingConfig,
-    ModelConfig,
-    TrainConfig,
-    TrainerConfig,
-    enc_dec_layers,
-    head_dims,
     upgrade_layer,
 )
 from ablate.errors import ConfigError
-
-__all__ = [
-    "SECTIONS",
-    "Config",
-    "ConfigError",
-    "DataConfig",
-    "EvalConfig",
-    "LoggingConfig",
-    "ModelConfig",
-    "TrainConfig",
-    "TrainerConfig",
-    "default_config",
-    "enc_dec_layers",
-    "from_dict",
-    "head_dims",
-    "load_config",
-    "merge_layer",
-    "model_section",
-    "parse_dotlist",
-    "read_yaml",
-    "save_config",
-    "to_dict",
-    "validate_config",
-]
 
 Layer = tuple[str, "Mapping[str, Any] | Sequence[str]"]
 

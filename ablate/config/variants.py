@@ -2,7 +2,7 @@
 
 The variant classes live in ablate/model/ (positional.py, attention.py, norm.py, ffn.py, residual.py)
 and import torch (~2-3 s). Checking a config's variant names and args, and counting a model's
-parameters and FLOPs (ablate/model_size.py: config load, ``ablate sweep --dry-run``, ``ablate status``
+parameters and FLOPs (ablate/config/size.py: config load, ``ablate sweep --dry-run``, ``ablate status``
 and ``ablate table``) need only what this module holds for each built-in name: the keywords its
 constructor takes, its ``num_params`` and, for a residual, ``norms_per_sublayer`` and ``final_norm``.
 The closed forms are defined here once and the classes take them from here (``num_params =
