@@ -93,10 +93,23 @@ class LocalLauncher(Launcher):
                 f"{self.sweep.path}: launcher.devices_per_trial={self.per_trial} but this machine has "
                 f"{self.slots} {'GPUs' if self.gpu else 'CPU cores'}; lower it or set launcher.slots"
             )
+        self._check_trial_devices()
         self.free = list(range(self.slots))
         self.children: dict[int, _Child] = {}
         self.token_base = f"local:{socket.gethostname()}:{os.getpid()}"
         self._last_beat = 0.0
+
+    def _check_trial_devices(self) -> None:
+        """A trial may not ask for more devices than its slot gives it: on CPU its DDP ranks would share
+        one core, on GPU it would see fewer GPUs than it starts ranks for."""
+        for t in self.sweep.shapes:
+            asked = t.config.get("trainer", {}).get("devices", 1)
+            n = len(asked) if isinstance(asked, list) else asked
+            if isinstance(n, int) and not isinstance(n, bool) and n > self.per_trial:
+                raise SweepError(
+                    f"{self.sweep.path}: row {t.row!r} sets trainer.devices={asked} but launcher.devices_per_trial="
+                    f"{self.per_trial}; set launcher.devices_per_trial: {n} (or lower trainer.devices)"
+                )
 
     def busy(self) -> bool:
         return bool(self.children)
