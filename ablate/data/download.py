@@ -8,6 +8,8 @@ A file lock per destination lets concurrent sweep trials share one download.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import gzip
 import hashlib
 import os
@@ -15,6 +17,7 @@ import shutil
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 from filelock import FileLock
@@ -22,6 +25,23 @@ from filelock import FileLock
 from ablate.data.errors import DataError
 
 CHUNK = 1 << 20
+# False inside :func:`no_downloads`: report commands read what is prepared and never fetch a corpus.
+_ALLOWED: contextvars.ContextVar[bool] = contextvars.ContextVar("ablate_downloads_allowed", default=True)
+
+
+class NotDownloaded(DataError):
+    """A file would have to be downloaded, inside :func:`no_downloads`."""
+
+
+@contextlib.contextmanager
+def no_downloads() -> Iterator[None]:
+    """Within it, :func:`fetch` of a file not already there raises :class:`NotDownloaded` instead of
+    downloading (``ablate table`` before any trial must not fetch WMT14 to compute a unigram floor)."""
+    token = _ALLOWED.set(False)
+    try:
+        yield
+    finally:
+        _ALLOWED.reset(token)
 
 
 # The one function that touches the network; tests monkeypatch it (or use file:// URLs).
@@ -43,6 +63,8 @@ def fetch(url: str, dest: Path, sha256: str | None = None, progress: bool = Fals
     with FileLock(str(dest) + ".lock"):
         if dest.exists():
             return dest
+        if not _ALLOWED.get():
+            raise NotDownloaded(f"{dest.name} is not downloaded yet (the trials' data preparation fetches it)")
         part = dest.with_name(dest.name + ".part")
         have = part.stat().st_size if part.exists() else 0
         request = urllib.request.Request(url, headers={"User-Agent": "ablate"})

@@ -218,8 +218,12 @@ def _max_pairs(value: Any) -> int | None:
 
 
 def find_prepared(data_cfg: Any) -> Prepared | None:
-    """The prepared folder of a loaded ``data`` section if it exists; prepares nothing (for the report)."""
-    corpus, settings, cache = _corpus_and_settings(data_cfg, progress=False)
+    """The prepared folder of a loaded ``data`` section if it exists; prepares and downloads nothing (for
+    the report: a corpus not downloaded yet raises :class:`~ablate.data.download.NotDownloaded`)."""
+    from ablate.data.download import no_downloads
+
+    with no_downloads():
+        corpus, settings, cache = _corpus_and_settings(data_cfg, progress=False)
     final = cache / "prepared" / f"{corpus.name}-{cache_key(corpus.identity(cache), settings)}"
     return Prepared(final) if (final / "meta.json").is_file() else None
 

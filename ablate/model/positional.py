@@ -51,6 +51,10 @@ class PositionalEncoding(nn.Module):
     """Base class: every hook is a no-op. Subclasses override one or more of them."""
 
     rotates_qk: bool = False  # True: self-attention calls rotate() on its queries and keys
+    # True: positions past max_positions work (computed on the fly, or relative). False: the data's
+    # longest dev/test sentence and the decoding length limit are checked against max_positions before
+    # training starts (a plugin with a fixed table keeps the default).
+    extrapolates: bool = False
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         return x
@@ -77,6 +81,8 @@ def sinusoid_table(n_positions: int, d_model: int, offset: int = 0) -> Tensor:
 @POSITIONAL.register("sinusoidal")
 class SinusoidalPositional(PositionalEncoding):
     """Fixed sine/cosine encodings added to the embeddings (section 3.5); no parameters."""
+
+    extrapolates = True
 
     def __init__(self, d_model: int, max_positions: int = 1024) -> None:
         super().__init__()
@@ -120,6 +126,8 @@ class LearnedPositional(PositionalEncoding):
 class NoPositional(PositionalEncoding):
     """No position information; the causal decoder can still infer order (Haviv et al. 2022, NoPE)."""
 
+    extrapolates = True
+
     def __init__(self) -> None:
         super().__init__()
 
@@ -129,6 +137,8 @@ class NoPositional(PositionalEncoding):
 @POSITIONAL.register("rope")
 class Rotary(PositionalEncoding):
     """Rotary position embedding on self-attention queries and keys (Su et al. 2021, RoFormer)."""
+
+    extrapolates = True
 
     rotates_qk = True
 
@@ -179,6 +189,8 @@ def distances(q_len: int, k_len: int, offset: int, device: torch.device | None =
 class ALiBi(PositionalEncoding):
     """Self-attention scores biased by -slope_h * |i - j|, nothing added (Press et al. 2022, ALiBi)."""
 
+    extrapolates = True
+
     def __init__(self, n_heads: int) -> None:
         super().__init__()
         self.register_buffer("slopes", alibi_slopes(n_heads), persistent=False)
@@ -210,6 +222,8 @@ def t5_bucket(rel: Tensor, bidirectional: bool, n_buckets: int, max_distance: in
 @POSITIONAL.register("t5")
 class T5RelativeBias(PositionalEncoding):
     """A learned per-head bias per bucketed relative distance, shared by a stack's layers (Raffel et al. 2020, T5)."""
+
+    extrapolates = True
 
     def __init__(self, n_heads: int, causal: bool = False, n_buckets: int = 32, max_distance: int = 128) -> None:
         super().__init__()

@@ -53,7 +53,7 @@ def load_table(sweep: Sweep, alpha: float = DEFAULT_ALPHA, store: SweepStore | N
     report.alpha = alpha
     if sweep.search is not None:
         apply_search(report, sweep, views)
-    cache = Path(sweep.runs_root) / sweep.name / CACHE_NAME
+    cache = sweep.runs_dir / CACHE_NAME
     return attach_evidence(report, results, cache_file=cache if cache.parent.is_dir() else None)
 
 
@@ -141,7 +141,7 @@ def print_summary(sweep: Sweep, log_wandb: bool = True, store: SweepStore | None
     """
     report = load_table(sweep, store=store)
     sys.stdout.write(render(report, "text"))
-    folder = Path(sweep.runs_root) / sweep.name
+    folder = sweep.runs_dir
     if _unchanged(report, folder):
         print(f"table and plot unchanged in {folder}")
         png, history = folder / PLOT_NAME, folder / SEARCH_PLOT_NAME if report.search is not None else None

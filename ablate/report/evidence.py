@@ -42,6 +42,9 @@ MIN_BASE_BLEU = 1.0  # below this, BLEU differences are noise around zero: BLEU 
 CACHE_NAME = "report-cache.json"
 
 
+NOT_YET = "not computed yet"  # the floor of data no trial has prepared (or downloaded) yet
+
+
 class DevData:
     """The dev split a trial was scored on: references and per-sentence token counts (from its prepared data)."""
 
@@ -53,13 +56,17 @@ class DevData:
         data = dict(config.get("data") or {})
         key = json.dumps(data, sort_keys=True, default=str)
         if key not in self._by_data:
+            from ablate.data.download import NotDownloaded
+
             try:
                 from omegaconf import OmegaConf
 
                 from ablate.data.prepare import find_prepared
 
                 found = find_prepared(OmegaConf.create(data))
-                self._by_data[key] = found if found is not None else "its prepared data is not in the cache"
+                self._by_data[key] = found if found is not None else f"{NOT_YET}: no trial has prepared its data"
+            except NotDownloaded as exc:  # report commands never download: the trials will
+                self._by_data[key] = f"{NOT_YET}: {exc}"
             except Exception as exc:  # noqa: BLE001 - a missing corpus must not hide the table
                 self._by_data[key] = f"its prepared data cannot be opened ({type(exc).__name__}: {exc})"
         return self._by_data[key]
@@ -213,7 +220,7 @@ def _floor(table: Table3, base_trials: Sequence[Any], dev: DevData) -> None:
         return
     prepared = dev.prepared(base.config)
     if isinstance(prepared, str):
-        table.floor_note = f"floor: n/a ({prepared})"
+        table.floor_note = f"floor: {prepared}" if prepared.startswith(NOT_YET) else f"floor: n/a ({prepared})"
         return
     try:
         table.floor = prepared.unigram_floor(valid_split(base.config))

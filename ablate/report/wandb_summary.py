@@ -132,7 +132,7 @@ def log_summary(
     mode = wandb_mode(sweep.wandb.get("mode"))
     if mode == "disabled":
         return None
-    out_dir = Path(sweep.runs_root) / sweep.name
+    out_dir = sweep.runs_dir
     record = out_dir / "wandb" / SUMMARY_RECORD
     digest = table_hash(table)
     try:

@@ -120,10 +120,10 @@ def sweep(
     spec = opened.sweep
     _note(opened)
     problem = launch_problem(spec)
-    if dry_run:
+    if dry_run:  # a plan is what a dry run is for, also on a laptop without the cluster's tools
         code = print_dry_run(spec, as_json)
         if problem:
-            raise SweepError(problem)
+            print(f"note: {problem} (the dry run needs none of it)", file=sys.stderr)
         return SweepRun(code, spec, finished=False)
     if problem:
         raise SweepError(problem)
@@ -271,7 +271,7 @@ def _offline_runs(spec: Sweep) -> list[Path]:
     found: list[Path] = []
     for t in spec.trials:
         found += sorted(p for p in Path(t.run_dir).glob("**/offline-run-*") if p.is_dir())
-    summary = Path(spec.runs_root) / spec.name / "wandb"
+    summary = spec.runs_dir / "wandb"
     found += sorted(p for p in summary.glob("offline-run-*") if p.is_dir())
     return found
 
@@ -283,7 +283,7 @@ def sync(path: str | Path) -> int:
     _note(opened)
     runs = _offline_runs(spec)
     if not runs:
-        print(f"sweep {spec.name}: no offline W&B runs to sync under {spec.runs_root / spec.name}")
+        print(f"sweep {spec.name}: no offline W&B runs to sync under {spec.runs_dir}")
         return 0
     why = unreachable()
     if why is not None:

@@ -76,6 +76,11 @@ class SweepFile:
     rows: tuple[Mapping[str, Any], ...]
     search: SearchSpec | None = None
 
+    @property
+    def runs_dir(self) -> Path:
+        """``<runs>/<sweep name>``, the name made safe as a folder name (``..`` cannot leave ``runs/``)."""
+        return self.runs_root / safe_name(self.name, "sweep")
+
 
 @dataclass(frozen=True)
 class Sweep:
@@ -100,6 +105,11 @@ class Sweep:
     search: SearchSpec | None = None
     templates: tuple[Trial, ...] = ()
     source: SweepFile | None = None
+
+    @property
+    def runs_dir(self) -> Path:
+        """``<runs>/<sweep name>``, the name made safe as a folder name (``..`` cannot leave ``runs/``)."""
+        return self.runs_root / safe_name(self.name, "sweep")
 
     @property
     def rows(self) -> list[str]:
@@ -151,9 +161,11 @@ def trial_id(config: Mapping[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _safe(name: str) -> str:
+def safe_name(name: str, fallback: str = "row") -> str:
+    """A row or sweep name as a folder name: letters, digits and ``-_.=`` kept, the rest ``_``; no leading
+    or trailing dot (``..`` and ``.hidden`` stay inside their parent)."""
     keep = "".join(c if c.isalnum() or c in "-_.=" else "_" for c in name)
-    return keep.strip("._") or "row"
+    return keep.strip("._") or fallback
 
 
 def read_sweep_file(path: str | Path) -> SweepFile:
@@ -226,7 +238,7 @@ def _make_trial(
     except ConfigError as exc:
         raise SweepError(str(exc)) from None
     tid = trial_id(config)
-    run_dir = sf.runs_root / sf.name / f"{_safe(label)}-s{seed}-{tid[:8]}"
+    run_dir = sf.runs_dir / f"{safe_name(label)}-s{seed}-{tid[:8]}"
     config["logging"]["output_dir"] = str(run_dir.parent)
     return Trial(
         trial_id=tid,

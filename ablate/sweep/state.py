@@ -20,10 +20,11 @@ from ablate.sweep.spec import Sweep, Trial
 
 STATES = ("done", "pruned", "running", "waiting", "failed")  # pruned: a search trial stopped early (final)
 
-# Failure kinds. Diverged trials are final (rerunning the same seed diverges again); cancelled ones
-# wait for the next `ablate sweep`; the rest are retried up to max_retries within a run.
+# Failure kinds. Diverged trials are final (rerunning the same seed diverges again); cancelled ones and
+# errors of ablate's own checks ("error": a config, data or length error, which would repeat) wait for
+# the next `ablate sweep`; the rest (crashes, timeouts, stale workers) are retried up to max_retries.
 FINAL_KINDS = ("diverged", "duplicate")
-NO_AUTO_RETRY = ("diverged", "duplicate", "cancelled")
+NO_AUTO_RETRY = ("diverged", "duplicate", "cancelled", "error")
 
 
 @dataclass

@@ -98,6 +98,7 @@ def train(
     from ablate.data.prepare import prepare_data
     from ablate.train.final import final_metrics
     from ablate.train.host import keep_freed_memory
+    from ablate.train.lengths import check_positions
     from ablate.train.provenance import provenance
     from ablate.train.system import TranslationSystem
     from ablate.train.trainer import build_trainer
@@ -111,6 +112,7 @@ def train(
     dm = _datamodule(cfg, prepared)
     pl.seed_everything(cfg.train.seed, workers=True, verbose=False)
     system = TranslationSystem(**system_kwargs(cfg, prepared.vocab_size))
+    check_positions(cfg, prepared, system.model)  # before any step: a failure that would repeat
     run_id = wandb_id or wandb_run_id(cfg, rd.path)
     quiet_lightning()
     trainer, monitor = build_trainer(cfg, rd, run_id, prepared, resume_step=resume_step, overrides=trainer_kwargs)

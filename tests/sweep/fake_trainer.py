@@ -4,7 +4,8 @@ It honours the same contract - resumes from ``<output_dir>/checkpoints/last.ckpt
 ``progress.json``, writes ``metrics.json`` (both through :mod:`ablate.rundir`, the format's one
 owner), raises ``TrainingDiverged`` on NaN - in milliseconds. Behaviour comes from ``fake.json``
 beside the sweep file (``write_sweep(fake=...)``; the config itself only takes real options):
-``{"*": {...}, "<row name>": {...}}`` with ``mode`` (ok | nan | crash), ``step_s`` (sleep per step)
+``{"*": {...}, "<row name>": {...}}`` with ``mode`` (ok | nan | crash | error: a ConfigError),
+``step_s`` (sleep per step)
 and ``crash_once`` (crash on the first attempt only). Every call appends one line to
 ``<output_dir>/calls.log`` so tests can count executions.
 """
@@ -52,6 +53,10 @@ def train(cfg: Any, output_dir: str, *, resume: bool = True, trainer_kwargs: Any
                             "threads": threads, "job": os.environ.get("SLURM_JOB_ID")}) + "\n")  # fmt: skip
     max_steps = int(cfg.train.max_steps)
     mode = args.get("mode", "ok")
+    if mode == "error":
+        from ablate.errors import ConfigError
+
+        raise ConfigError("data split 'valid': its longest sentence needs 135 positions; set model.max_positions=135")
     if mode == "crash" or (args.get("crash_once") and len(calls.read_text().splitlines()) == 1):
         raise RuntimeError("fake trainer crashed on purpose")
     t0 = time.time()

@@ -31,13 +31,13 @@ def _no_sbatch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(empty))
 
 
-def test_slurm_without_sbatch_fails_at_dry_run_and_before_the_store(write_sweep, capsys, monkeypatch, tmp_path):
+def test_slurm_without_sbatch_plans_at_dry_run_and_fails_before_the_store(write_sweep, capsys, monkeypatch, tmp_path):
     path = write_sweep(launcher={"name": "slurm"})
     _no_sbatch(monkeypatch, tmp_path)
-    assert main(["sweep", str(path), "--dry-run"]) == 2
+    assert main(["sweep", str(path), "--dry-run"]) == 0  # a laptop plans a cluster sweep
     out, err = capsys.readouterr()
-    assert "1 trials" in out  # the plan is still shown
-    assert err.count("\n") == 1 and "`sbatch` is not on PATH" in err and "launcher: local" in err
+    assert "1 trials" in out
+    assert err.count("\n") == 1 and err.startswith("note:") and "`sbatch` is not on PATH" in err
     assert main(["sweep", str(path)]) == 2
     err = _one_line_error(capsys)
     assert "sbatch" in err and str(path) in err
@@ -210,3 +210,42 @@ def test_the_summary_run_is_quiet_logged_once_per_result_and_synced(write_sweep,
     assert len(runs) == 1 and first.startswith(str(runs[0].parent.parent))  # `ablate sync` uploads it
     again = log_summary(sweep, table, None)
     assert again.startswith("results unchanged since the last one") and len(_offline_runs(sweep)) == 1
+
+
+def test_sbatch_that_cannot_reach_a_controller_is_one_line_and_leaves_the_trials_waiting(
+    write_sweep, capsys, monkeypatch, tmp_path
+):
+    fake = tmp_path / "fake-bin"
+    fake.mkdir()
+    fatal = "sbatch: fatal: Could not establish a configuration source"
+    for tool in ("sbatch", "sacct", "squeue", "scancel", "srun"):  # SLURM's client tools, no controller
+        (fake / tool).write_text(f"#!/bin/sh\necho '{fatal}' >&2\nexit 1\n")
+        (fake / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    path = write_sweep(launcher={"name": "slurm", "poll_s": 0.1})
+    assert main(["sweep", str(path)]) == 2
+    err = _one_line_error(capsys)
+    assert "Could not establish a configuration source" in err and "stay waiting" in err
+    store = SweepStore.for_sweep(load_sweep(path))
+    assert [a.state for a in store.attempts()] == ["WAITING"]
+
+
+def test_report_commands_never_download_a_corpus(write_sweep, capsys, monkeypatch, tmp_path):
+    from ablate.data import download
+
+    asked: list[str] = []
+
+    def network(request):  # the report swallows a failed download: record it instead of failing here
+        asked.append(request.full_url)
+        raise OSError("no network in this test")
+
+    monkeypatch.setattr(download, "_open", network)
+    monkeypatch.setenv("ABLATE_CACHE", str(tmp_path / "empty-cache"))
+    path = write_sweep(overrides=["data.corpus=multi30k"])
+    outs = []
+    for command in (["table", str(path)], ["table", str(path), "--format", "json"], ["status", str(path)]):
+        assert main(command) == 0, capsys.readouterr()
+        outs.append("".join(capsys.readouterr()))
+        assert "Traceback" not in outs[-1]
+    assert asked == []
+    assert "Unigram floor: not computed yet" in outs[0]

@@ -87,6 +87,15 @@ def test_a_crash_is_retried_and_resumes_in_the_same_run_dir(write_sweep, fake_tr
     assert _attempts(path)["flaky"] == [(0, "FAIL", "crashed"), (1, "COMPLETE", None)]
 
 
+def test_an_error_that_would_repeat_fails_once_with_its_reason(write_sweep, fake_trainer, capsys):
+    path = write_sweep(rows=[{"name": "long", "group": "A"}], fake={"long": {"mode": "error"}}, max_retries=2)
+    assert main(["sweep", str(path)]) == 1
+    assert _attempts(path)["long"] == [(0, "FAIL", "error")]  # not retried: the same config fails the same way
+    (r,) = load_results(path)
+    assert "ConfigError" in r.failure and "model.max_positions=135" in r.failure
+    assert len(calls(r.run_dir)) == 1
+
+
 def test_kill_9_of_a_trial_is_reaped_retried_and_completes_once(write_sweep):
     path = write_sweep(
         rows=ROWS[:2],

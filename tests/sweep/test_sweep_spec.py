@@ -231,3 +231,13 @@ def test_dry_run_into_a_closed_pipe_is_quiet(write_sweep, monkeypatch, capsys):
     path = write_sweep()
     monkeypatch.setattr(sys, "stdout", _ClosedPipe())
     assert main(["sweep", str(path), "--dry-run"]) == 141  # no traceback: like `yes | head`
+
+
+@pytest.mark.parametrize("name", ["..", ".", ".._etc", ".hidden", "a b"])
+def test_a_sweep_name_never_puts_run_folders_outside_runs(write_sweep, name):
+    sweep = load_sweep(write_sweep(name=name))
+    runs = sweep.runs_root.resolve()
+    for t in sweep.trials:
+        folder = Path(t.run_dir).resolve().parent
+        assert folder.parent == runs and not folder.name.startswith(".")
+    assert sweep.runs_dir.resolve().parent == runs

@@ -27,6 +27,8 @@ only once the heartbeat is stale (sacct says TIMEOUT for the seconds before the 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import signal
@@ -39,6 +41,7 @@ from typing import Any
 from ablate.sweep.errors import SweepError
 from ablate.sweep.launch.base import Launcher
 from ablate.sweep.launch.registry import LAUNCHERS
+from ablate.sweep.spec import safe_name
 from ablate.sweep.state import Attempt
 
 # sacct states of a job that may still run the attempt (pending after a requeue counts).
@@ -250,7 +253,9 @@ class SlurmLauncher(Launcher):
         super().__init__(*args, **kwargs)
         if trial_fn is not None:
             self.trial_fn = trial_fn
-        self.folder = self.cfg.get("folder") or str(self.sweep.path.parent / ".ablate" / "slurm" / self.sweep.name)
+        self.folder = self.cfg.get("folder") or str(
+            self.sweep.path.parent / ".ablate" / "slurm" / safe_name(self.sweep.name, "sweep")
+        )
         self._states: dict[str, str] = {}
         self.submitted: list[str] = []
 
@@ -325,15 +330,30 @@ class SlurmLauncher(Launcher):
             params = {_PARAMS[k]: v for k, v in profile.items() if k in _PARAMS}
             params.setdefault("timeout_min", 60)
             executor.update_parameters(name=f"ablate-{self.sweep.name}", **params)
-            with executor.batch():
-                jobs = [
-                    executor.submit(SlurmTrial(self.store.url, self.store.study_name, a.storage_id, self.trial_fn))
-                    for a in attempts
-                ]
+            jobs = self._submit(executor, attempts)
             for a, job in zip(attempts, jobs):
                 self.store.set_attr(a.storage_id, "slurm_job", str(job.job_id))
                 self._states[str(job.job_id)] = "PENDING"
                 self.submitted.append(str(job.job_id))
+
+    def _submit(self, executor: Any, attempts: list[Attempt]) -> list[Any]:
+        """One sbatch of an array of these attempts. When sbatch refuses (no controller reachable, a bad
+        partition...), the attempts stay WAITING for a later `ablate sweep` on a working cluster and the
+        error is one line quoting sbatch (submitit also prints sbatch's stderr: it is kept out of the way)."""
+        from submitit.core.utils import FailedJobError
+
+        try:
+            with contextlib.redirect_stderr(io.StringIO()), executor.batch():
+                return [
+                    executor.submit(SlurmTrial(self.store.url, self.store.study_name, a.storage_id, self.trial_fn))
+                    for a in attempts
+                ]
+        except FailedJobError as exc:
+            said = " ".join(str(exc).split()) or type(exc).__name__
+            raise SweepError(
+                f"{self.sweep.path}: sbatch refused the jobs: {said!r}; the trials stay waiting: run `ablate sweep` "
+                "again where sbatch reaches the cluster (e.g. a login node)"
+            ) from None
 
     def busy(self) -> bool:
         return False
