@@ -90,7 +90,7 @@ def _cmd_sync(args: argparse.Namespace) -> int:
 def _cmd_table(args: argparse.Namespace) -> int:
     from ablate.report.commands import table
 
-    return table(args.sweep, fmt=args.format, plot=args.plot, alpha=args.alpha)
+    return table(args.sweep, fmt=args.format, plot=args.plot, alpha=args.alpha, correction=args.correction)
 
 
 def _config_args(s: argparse.ArgumentParser) -> None:
@@ -169,6 +169,12 @@ def _add_sweep_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--plot", default=None, metavar="PNG", help="also write a plot to this PNG file")
     s.add_argument(
         "--alpha", type=float, default=0.05, help="significance level of the marks against base (default 0.05)"
+    )
+    s.add_argument(
+        "--correction",
+        default="holm",
+        choices=["holm", "bh", "none"],
+        help="error control over the table's rows: holm (family-wise, default), bh (false discovery rate), none",
     )
     s.set_defaults(func=_cmd_table)
 

@@ -1,14 +1,14 @@
-"""How sure a Table 3 row is: paired bootstraps against base, a seed-spread test, a degeneracy measure.
+"""How sure a Table 3 row is over dev sentences: paired bootstraps against base, a degeneracy measure.
 
-Pure functions over numbers and strings (numpy; sacreBLEU for BLEU; no torch, no scipy), called by
-the report (docs/trust.md):
+These compare two trained models on one dev set; the test over seeds, which speaks about the
+architectures, is :mod:`ablate.eval.seeds`. Pure functions over numbers and strings (numpy; sacreBLEU
+for BLEU; no torch), called by the report (docs/trust.md):
 
 - :func:`paired_bleu`: sacreBLEU's own paired bootstrap test (``sacrebleu.significance.PairedTest``,
   ``test_type="bs"``, the Moses ``bootstrap-hypothesis-difference-significance.pl`` test of Koehn,
   2004) for the p-value, plus a 95% interval of the BLEU *difference* from the very same resamples.
 - :func:`paired_ppl`: a paired bootstrap over dev sentences of the corpus perplexity
   ``exp(sum NLL / sum tokens)`` from per-sentence summed NLL (``ablate.eval.nll``; EOS counted).
-- :func:`welch_seeds`: Welch's t-test of a row's per-seed values against base's (n >= 2 on both sides).
 - :func:`degenerate_share` / :func:`is_degenerate`: how many hypotheses collapsed into repetition or
   nothing - one of the two "learned nothing" signals (the other is the unigram floor,
   :mod:`ablate.data.unigram`).
@@ -29,8 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from ablate.eval.student_t import t_ppf, t_sf2
-
 DEFAULT_RESAMPLES = 1000  # sacreBLEU's default for its paired bootstrap
 DEFAULT_SEED = 12345  # sacreBLEU's default SACREBLEU_SEED
 
@@ -49,25 +47,6 @@ class Comparison:
     n_resamples: int  # number of bootstrap resamples
     method: str  # which test: "sacrebleu-paired-bs" or "paired-bootstrap-shifted-null"
     signature: str = ""  # sacreBLEU signature (BLEU only), e.g. nrefs:1|bs:1000|seed:12345|...|tok:13a|...
-
-    def significant(self, alpha: float = 0.05) -> bool:
-        return self.p_value < alpha
-
-
-@dataclass(frozen=True)
-class SeedComparison:
-    """A row's per-seed values against base's by Welch's unequal-variance t-test."""
-
-    base_mean: float  # mean of base's per-seed values
-    system_mean: float  # mean of the row's per-seed values
-    delta: float  # system_mean - base_mean
-    low: float  # lower bound of the 95% confidence interval of delta (Welch-Satterthwaite df)
-    high: float  # upper bound of that interval
-    p_value: float  # two-sided p-value of "equal means"
-    df: float  # Welch-Satterthwaite degrees of freedom (inf when both spreads are 0)
-    n_base: int  # number of base seeds
-    n_system: int  # number of the row's seeds
-    method: str = "welch-t"
 
     def significant(self, alpha: float = 0.05) -> bool:
         return self.p_value < alpha
@@ -323,29 +302,3 @@ def paired_ppl(
         n_resamples=n_resamples,
         method="paired-bootstrap-shifted-null",
     )
-
-
-def welch_seeds(base: Sequence[float], system: Sequence[float]) -> SeedComparison | None:
-    """Welch's t-test of a row's per-seed values (BLEU or PPL, one per seed) against base's.
-
-    None when either side has fewer than 2 seeds (no spread to test). ``delta = mean(system) -
-    mean(base)``; standard error ``se = sqrt(s_b^2/n_b + s_s^2/n_s)`` (sample variances, ddof=1);
-    Welch-Satterthwaite ``df``; p-value ``P(|T_df| >= |delta / se|)``; 95% interval
-    ``delta +- t_{0.975, df} * se``. When both sides have zero spread (se = 0): df = inf, the interval
-    is [delta, delta] and p = 1 if delta == 0 else 0 (the seeds agree exactly; no test is possible).
-    """
-    a = _as_vector(base, "base")
-    b = _as_vector(system, "system")
-    na, nb = len(a), len(b)
-    if na < 2 or nb < 2:
-        return None
-    ma, mb = float(a.mean()), float(b.mean())
-    va, vb = float(a.var(ddof=1)) / na, float(b.var(ddof=1)) / nb
-    delta = mb - ma
-    se = math.sqrt(va + vb)
-    if se == 0.0:
-        return SeedComparison(ma, mb, delta, delta, delta, 1.0 if delta == 0 else 0.0, math.inf, na, nb)
-    df = (va + vb) ** 2 / (va * va / (na - 1) + vb * vb / (nb - 1))
-    p = t_sf2(delta / se, df)
-    half = t_ppf(0.975, df) * se
-    return SeedComparison(ma, mb, delta, delta - half, delta + half, p, df, na, nb)

@@ -3,8 +3,9 @@
 The paper prints PPL with 2 decimals, BLEU with 1, params in millions. Marks (explained in the legend
 under every table):
 
-* ``*`` after a delta: the change vs base is significant at ``alpha`` - p < alpha in the paired
-  bootstrap over dev sentences and, where both rows have >= 2 seeds, in Welch's test over seeds;
+* after a delta, the row's verdict against base (:mod:`ablate.report.verdicts`: error controlled over the
+  table's rows): ``*`` differs over seeds (the architecture), ``≈`` equivalent within the margin over
+  seeds, ``°`` differs over dev sentences only (one seed: two trained models, not the architectures);
 * ``†`` after a PPL: *not learned* - the row's dev PPL is not below 0.8 x the unigram floor.
 
 Rows none of whose trials has finished show what they wait for: "…" (waiting), "running", "failed".
@@ -22,7 +23,14 @@ from ablate.report.paper import CITATION
 from ablate.report.table import Evidence, ReportRow, Stat, Table3
 
 MARKERS = {"waiting": "…", "running": "running", "failed": "failed"}
-SIGNIFICANT = "*"
+SIGNIFICANT = "*"  # differs from base over seeds
+SENTENCES_ONLY = "°"  # differs over dev sentences only: two trained models, not two architectures
+EQUIVALENT = "≈"  # the same as base within the equivalence margin, over seeds
+CORRECTION_TEXT = {
+    "holm": "Holm-corrected over the table's rows (family-wise error ≤ α)",
+    "bh": "Benjamini-Hochberg over the table's rows (false discovery rate ≤ α)",
+    "none": "not corrected for the table's many rows",
+}
 NOT_LEARNED = "†"
 NO_PAPER = "No row names a paper row (`paper:` in the sweep file): the deltas are against our base only."
 WITHHELD = "withheld"
@@ -87,8 +95,32 @@ def metric_withheld(table: Table3, metric: str) -> bool:
 
 
 def mark(table: Table3, row: ReportRow, metric: str) -> str:
+    """The verdict's mark: ``*`` differs over seeds, ``°`` over sentences only, ``≈`` equivalent, else none."""
     ev: Evidence = getattr(row, f"{metric}_ev")
-    return SIGNIFICANT if ev.significant(table.alpha) else ""
+    if ev.verdict == "equivalent":
+        return EQUIVALENT
+    if ev.verdict in ("better", "worse"):
+        return SIGNIFICANT if ev.unit == "seeds" else SENTENCES_ONLY
+    return ""
+
+
+def verdict_legend(table: Table3) -> str:
+    """What the marks mean for this table: level, correction, unit, margins."""
+    m = table.margins
+    units = {getattr(r, f"{k}_ev").unit for r in table.rows for k in ("ppl", "bleu")} - {None}
+    one_seed = any(r.n_done == 1 for r in table.rows)
+    text = (
+        f"Marks after Δ (α = {table.alpha:g}, {CORRECTION_TEXT.get(table.correction, table.correction)}): "
+        f"{SIGNIFICANT} = differs from base over seeds (paired by seed: the architecture's effect); "
+        f"{EQUIVALENT} = equivalent to base over seeds (within ±{m.get('ppl', 0):.0%} PPL, "
+        f"±{m.get('bleu', 0):g} BLEU); {SENTENCES_ONLY} = differs over dev sentences only."
+    )
+    if "sentences" in units or one_seed:
+        text += (
+            f" A row (or base) with one seed is tested over dev sentences ({SENTENCES_ONLY}): that compares two "
+            "trained models on this dev set, not the architectures; run ≥ 2 seeds per row for a seed-level verdict."
+        )
+    return text
 
 
 def result_cell(table: Table3, row: ReportRow, metric: str, digits: int, std: bool = True) -> str:
@@ -131,10 +163,12 @@ def interval_cell(table: Table3, row: ReportRow, metric: str, digits: int) -> st
 
 
 def p_cell(row: ReportRow, metric: str) -> str:
-    """``0.002 / 0.031``: the bootstrap's p-value / Welch's over seeds (where n >= 2 on both sides)."""
+    """``0.002 / 0.031 → 0.12``: the bootstrap's p-value / the seed-level test's (where there is one) and,
+    after the arrow, the p-value the verdict used, adjusted over the table's rows."""
     ev: Evidence = getattr(row, f"{metric}_ev")
     boot = fmt_p(ev.boot.p_value) if ev.boot else ("–" if ev.seeds else "")
-    return f"{boot} / {fmt_p(ev.seeds.p_value)}" if ev.seeds else boot
+    text = f"{boot} / {fmt_p(ev.seeds.p_value)}" if ev.seeds else boot
+    return f"{text} → {fmt_p(ev.p_adjusted)}" if ev.p_adjusted is not None else text
 
 
 def _why_lines(table: Table3) -> list[str]:
@@ -163,13 +197,12 @@ def legend(table: Table3, terminal: bool = False) -> list[str]:
         f"Ours: dev PPL / BLEU, mean ± std over seeds; Δ = against our base row ({base.name if base else '?'}). "
         + (f"Paper: {CITATION}; Δ against its base. " if table.has_paper else "")
         + "Blank settings = as base. … = waiting.",
-        f"{SIGNIFICANT} = change vs base significant at α = {table.alpha:g}: p < α in the paired bootstrap over "
-        "dev sentences (sacreBLEU's for BLEU) and, where both rows have ≥ 2 seeds, in Welch's test over seeds.",
+        verdict_legend(table),
         (
             "Intervals and p-values: `ablate table --format md` (or json). "
             if terminal
             else "Δ boot [95% CI] = Δ of the pooled seed-matched pairs and its bootstrap interval; "
-            "p = bootstrap / Welch (– = none). "
+            "p = bootstrap over sentences / test over seeds (paired t, else Welch; – = none) → adjusted. "
         )
         + f"Bootstrap pairs: {PAIRING}.",
         floor,

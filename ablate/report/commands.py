@@ -26,6 +26,7 @@ from ablate.report.evidence import CACHE_NAME, attach_evidence
 from ablate.report.render import FORMATS, render
 from ablate.report.search_view import apply_search, table_views
 from ablate.report.table import DEFAULT_ALPHA, Table3, build_table
+from ablate.report.verdicts import CORRECTIONS, DEFAULT_CORRECTION, decide, report_margins
 from ablate.sweep.loader import open_sweep
 from ablate.sweep.spec import Sweep
 from ablate.sweep.store import SweepStore
@@ -36,7 +37,9 @@ JSON_NAME = "table3.json"  # ... and the numbers here
 SEARCH_PLOT_NAME = "search.png"  # ... and, for a search sweep, the optimization history per row
 
 
-def load_table(sweep: Sweep, alpha: float = DEFAULT_ALPHA, store: SweepStore | None = None) -> Table3:
+def load_table(
+    sweep: Sweep, alpha: float = DEFAULT_ALPHA, store: SweepStore | None = None, correction: str = DEFAULT_CORRECTION
+) -> Table3:
     """The Table 3 of a sweep (with the overrides it ran with) from its store, with its statistics.
 
     ``store``: the sweep's store when the caller has it open already (opening one costs a connection
@@ -54,7 +57,9 @@ def load_table(sweep: Sweep, alpha: float = DEFAULT_ALPHA, store: SweepStore | N
     if sweep.search is not None:
         apply_search(report, sweep, views)
     cache = sweep.runs_dir / CACHE_NAME
-    return attach_evidence(report, results, cache_file=cache if cache.parent.is_dir() else None)
+    attach_evidence(report, results, cache_file=cache if cache.parent.is_dir() else None)
+    decide(report, correction, report_margins(sweep))
+    return report
 
 
 def _check_alpha(alpha: float) -> float:
@@ -64,20 +69,27 @@ def _check_alpha(alpha: float) -> float:
 
 
 def table(
-    sweep_path: str | Path, fmt: str | None = None, plot: str | Path | None = None, alpha: float = DEFAULT_ALPHA
+    sweep_path: str | Path,
+    fmt: str | None = None,
+    plot: str | Path | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    correction: str = DEFAULT_CORRECTION,
 ) -> int:
     """Print the sweep's Table 3 in ``fmt`` (default: the terminal layout); with ``plot``, also write the PNG
-    there. ``alpha``: significance level of the marks. Returns the exit code."""
+    there. ``alpha``: significance level of the marks, with the error over the table's rows controlled by
+    ``correction`` (holm | bh | none). Returns the exit code."""
     fmt = fmt or "text"
     if fmt not in FORMATS:
         raise ReportError(f"unknown table format {fmt!r} (valid: {', '.join(FORMATS)})")
     _check_alpha(alpha)
+    if correction not in CORRECTIONS:
+        raise ReportError(f"--correction {correction}: use one of {', '.join(CORRECTIONS)} (default holm)")
     if plot is not None and Path(plot).suffix.lower() != ".png":
         raise ReportError(f"--plot {plot}: the plot is written as PNG; give a file name ending in .png")
     opened = open_sweep(sweep_path)  # with the command-line overrides recorded with the sweep
     for note in opened.notes:
         print(f"note: {note}", file=sys.stderr)  # stderr: stdout may be CSV or JSON
-    report = load_table(opened.sweep, alpha, opened.store)
+    report = load_table(opened.sweep, alpha, opened.store, correction)
     sys.stdout.write(render(report, fmt))
     if plot is not None:
         from ablate.report.plot import plot_table

@@ -248,7 +248,7 @@ def _bleu_reason(base: ReportRow, base_trials: Sequence[Any]) -> str | None:
 
 def _withhold(row: ReportRow, why: str, metrics: tuple[str, ...] = ("ppl", "bleu")) -> None:
     for metric in metrics:
-        setattr(row, f"{metric}_ev", Evidence(why=why))
+        setattr(row, f"{metric}_ev", Evidence(why=why, withheld=True))
 
 
 def attach_evidence(

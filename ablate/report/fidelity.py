@@ -16,7 +16,6 @@ when the table withholds it (docs/trust.md).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,35 +29,16 @@ MIN_PAPER_DELTA_PPL = 0.1
 MIN_PAPER_DELTA_BLEU = 0.1
 
 
-def ranks(values: Sequence[float]) -> list[float]:
-    """1-based ranks, ties sharing the mean of the ranks they span."""
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    out = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            out[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return out
-
-
 def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """Spearman's rho (Pearson correlation of the ranks); None if undefined (too few rows, all tied)."""
+    """Spearman's rho (``scipy.stats.spearmanr``: Pearson correlation of the ranks, ties averaged); None if
+    undefined (fewer than MIN_ROWS_FOR_SPEARMAN rows, or one side all tied)."""
     if len(x) != len(y):
         raise ValueError(f"spearman: {len(x)} values against {len(y)}")
-    if len(x) < MIN_ROWS_FOR_SPEARMAN:
+    if len(x) < MIN_ROWS_FOR_SPEARMAN or len(set(x)) < 2 or len(set(y)) < 2:
         return None
-    rx, ry = ranks(x), ranks(y)
-    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    sxx = sum((a - mx) ** 2 for a in rx)
-    syy = sum((b - my) ** 2 for b in ry)
-    if sxx == 0 or syy == 0:
-        return None
-    return sxy / math.sqrt(sxx * syy)
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(x, y).statistic)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ablate.report.cells import mark
 from ablate.report.paper import GROUP_TITLES, PAPER
 from ablate.report.render import row_label
 from ablate.report.search_view import title
@@ -62,8 +63,13 @@ def _paper_relative(row: ReportRow, metric: str) -> float | None:
 
 
 def _interval_pct(row: ReportRow, metric: str, base: Stat | None) -> tuple[float, float] | None:
-    """The bootstrap's 95% interval of the delta, in % of our base value (None: no bootstrap)."""
-    boot = getattr(row, f"{metric}_ev").boot
+    """The 95% interval of the delta in % of our base value: over seeds where there is a seed-level test,
+    else the bootstrap's over sentences (None: neither)."""
+    ev = getattr(row, f"{metric}_ev")
+    if ev.seeds is not None and base is not None and base.mean != 0:
+        scale = 100.0 if metric == "ppl" else 100.0 / base.mean  # PPL's seed interval is already relative
+        return scale * ev.seeds.low, scale * ev.seeds.high
+    boot = ev.boot
     if boot is None or base is None or base.mean == 0:
         return None
     return 100.0 * boot.low / base.mean, 100.0 * boot.high / base.mean
@@ -79,9 +85,7 @@ def _bars(table: Table3, rows: list[ReportRow], metric: str, ax, bar: float) -> 
         ours = _relative(getattr(row, metric), ours_base)
         paper = _paper_relative(row, metric)
         if ours is not None:
-            label = ("*" if getattr(row, f"{metric}_ev").significant(table.alpha) else "") + (
-                " not learned" if row.learned is False else ""
-            )
+            label = mark(table, row, metric) + (" not learned" if row.learned is False else "")
             style = {"alpha": 0.5, "hatch": ".."} if row.learned is False else {}
             out.append((y - bar / 2, ours, color, style, _interval_pct(row, metric, ours_base), label))
         else:
@@ -136,7 +140,10 @@ def _plot_metric(ax, table: Table3, rows: list[ReportRow], metric: str, better: 
     floor = f", unigram floor {table.floor:.2f}" if metric == "ppl" and table.floor is not None else ""
     paper_text = f", paper {paper_base:g}" if table.has_paper else ""
     ax.set_title(f"dev {name}: change vs base ({better})\nbase: ours {ours_text}{paper_text}{floor}", fontsize=10)
-    ax.set_xlabel(f"{name} change vs base row (%); bars: 95% bootstrap CI, * p < {table.alpha:g}")
+    ax.set_xlabel(
+        f"{name} change vs base row (%); bars: 95% CI over seeds (else bootstrap over sentences)\n"
+        f"* differs over seeds, ° over sentences only, ≈ equivalent (α {table.alpha:g}, {table.correction})"
+    )
 
 
 def _legend(fig, rows: list[ReportRow], paper: bool) -> None:

@@ -143,7 +143,15 @@ def _evidence(ev: Evidence, metric: str, withheld: bool) -> dict[str, Any]:
         f"{metric}_delta_high": _r(boot.high) if boot else None,
         f"{metric}_p_boot": _r(boot.p_value) if boot else None,
         f"{metric}_boot_sentences": boot.n if boot else None,
-        f"{metric}_p_seeds": _r(seeds.p_value) if seeds else None,  # Welch's test over seeds
+        f"{metric}_p_seeds": _r(seeds.p_value) if seeds else None,  # the test over seeds (paired t, else Welch)
+        f"{metric}_seed_test": seeds.method if seeds else None,
+        f"{metric}_seeds_delta": _r(seeds.delta) if seeds else None,  # PPL: relative change; BLEU: points
+        f"{metric}_seeds_low": _r(seeds.low) if seeds else None,  # its 95% interval over seeds
+        f"{metric}_seeds_high": _r(seeds.high) if seeds else None,
+        f"{metric}_p_equiv": _r(seeds.p_equiv) if seeds and seeds.p_equiv is not None else None,
+        f"{metric}_p_adjusted": None if withheld else _r(ev.p_adjusted),  # over the table's rows
+        f"{metric}_unit": None if withheld else ev.unit,  # seeds (architectures) | sentences (two models)
+        f"{metric}_verdict": None if withheld else ev.verdict,  # better | worse | equivalent | undecided
     }
 
 
@@ -181,6 +189,7 @@ def row_record(row: ReportRow, table: Table3 | None = None) -> dict[str, Any]:
         "n_done": row.n_done,
         "n_trials": row.n_trials,
         "status": row.pending or ("done" if row.n_done == row.n_trials else "partial"),
+        "correction": table.correction if table is not None else None,
         "failures": row.failures,
         "no_bootstrap": {m: ev.why for m, ev in (("ppl", row.ppl_ev), ("bleu", row.bleu_ev)) if ev.why} or None,
         **({"search": row.search.record() if row.search is not None else None} if _tuned(row, table) else {}),
@@ -198,6 +207,8 @@ def render_json(table: Table3) -> str:
         "paper": CITATION,
         "base_row": table.base.name if table.base else None,
         "alpha": table.alpha,
+        "correction": table.correction,  # error control of the verdicts over the table's rows
+        "equivalence_margins": table.margins,  # ppl: relative, bleu: points
         "pairing": PAIRING,
         "unigram_floor": _r(table.floor),
         "floor_note": table.floor_note,
@@ -211,7 +222,20 @@ def render_json(table: Table3) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-_STAT_FIELDS = ("delta_boot", "delta_low", "delta_high", "p_boot", "p_seeds", "significant")
+_STAT_FIELDS = (
+    "delta_boot",
+    "delta_low",
+    "delta_high",
+    "p_boot",
+    "p_seeds",
+    "seeds_delta",
+    "seeds_low",
+    "seeds_high",
+    "p_adjusted",
+    "unit",
+    "verdict",
+    "significant",
+)
 CSV_FIELDS = [
     "group",
     "row",
@@ -236,6 +260,7 @@ CSV_FIELDS = [
     "n_done",
     "n_trials",
     "status",
+    "correction",
 ]
 
 

@@ -22,10 +22,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ablate.eval.significance import Comparison, SeedComparison, welch_seeds
+from ablate.eval.seeds import SeedComparison
+from ablate.eval.significance import Comparison
 from ablate.report.columns import OTHER_KEY, other_changes, slot_settings, table_columns
 from ablate.report.errors import ReportError
 from ablate.report.paper import PAPER, PaperRow, paper_delta, settings_of
+from ablate.report.verdicts import decide
 
 # The metrics the table reads from a trial (keys written by training; see docs/architecture.md).
 PPL_KEY = "val/ppl"
@@ -54,29 +56,41 @@ class Stat:
     mean: float
     std: float | None
     n: int
-    values: tuple[float, ...] = ()  # the per-seed values (for Welch's test against base)
+    values: tuple[float, ...] = ()  # the per-seed values (for the seed-level test against base)
+    seeds: tuple[int, ...] = ()  # the seed of each value (rows are paired with base by seed)
 
     @classmethod
-    def of(cls, values: Sequence[float]) -> Stat | None:
+    def of(cls, values: Sequence[float], seeds: Sequence[int] = ()) -> Stat | None:
         if not values:
             return None
         std = statistics.stdev(values) if len(values) > 1 else None
-        return cls(statistics.fmean(values), std, len(values), tuple(values))
+        return cls(statistics.fmean(values), std, len(values), tuple(values), tuple(seeds))
+
+    def by_seed(self) -> dict[int, float]:
+        """seed -> value (values without a seed are numbered from -1 down: they never pair)."""
+        seeds = self.seeds if len(self.seeds) == len(self.values) else tuple(-1 - i for i in range(len(self.values)))
+        return dict(zip(seeds, self.values))
 
 
 @dataclass
 class Evidence:
-    """How sure one metric's delta vs base is: a paired bootstrap over dev sentences and Welch over seeds."""
+    """How sure one metric's delta vs base is (ablate.report.verdicts decides the verdict from it)."""
 
-    seeds: SeedComparison | None = None  # Welch's t-test over seeds (None unless n >= 2 on both sides)
+    seeds: SeedComparison | None = None  # the seed-level test (paired by seed, else Welch; None: < 2 seeds)
     boot: Comparison | None = None  # paired bootstrap over dev sentences (seed-matched pairs pooled)
     why: str | None = None  # why there is no bootstrap (no saved dev outputs, ...)
+    withheld: bool = False  # no statistics at all (the row or base learned nothing, BLEU withheld): see why
+    unit: str | None = None  # what the verdict rests on: "seeds" (the architecture) or "sentences" (two models)
+    p_adjusted: float | None = None  # the test's p-value adjusted over the table's rows (the table's correction)
+    p_equiv_adjusted: float | None = None  # the equivalence test's, adjusted likewise (seeds only)
+    verdict: str | None = None  # better | worse | equivalent | undecided (None: no test)
 
-    def significant(self, alpha: float) -> bool | None:
-        """p < alpha in the bootstrap and, where there is one, in Welch's test; None without a bootstrap."""
-        if self.boot is None:
-            return None if self.seeds is None else self.seeds.p_value < alpha
-        return self.boot.p_value < alpha and (self.seeds is None or self.seeds.p_value < alpha)
+    def significant(self, alpha: float | None = None) -> bool | None:
+        """Whether the verdict is a difference (better or worse) after the table's correction; None: no test.
+        ``alpha`` is the table's (the verdict was decided at it); kept for callers that pass it."""
+        if self.verdict is None:
+            return None
+        return self.verdict in ("better", "worse")
 
 
 @dataclass
@@ -142,6 +156,8 @@ class Table3:
     name: str
     rows: list[ReportRow]
     alpha: float = DEFAULT_ALPHA  # significance level of the marks
+    correction: str = "holm"  # how the marks control the error over the table's rows (holm | bh | none)
+    margins: dict[str, float] = field(default_factory=dict)  # equivalence margins: ppl (relative), bleu (points)
     floor: float | None = None  # dev PPL of a unigram model of the training targets (None: unknown)
     floor_note: str | None = None  # why there is no floor
     bleu_withheld: str | None = None  # why BLEU figures are withheld (base BLEU < 1, degenerate output)
@@ -223,6 +239,11 @@ def _changed(
     return {**changed, OTHER_KEY: other} if other else changed
 
 
+def _stat(done: list[TrialLike], key: str) -> Stat | None:
+    pairs = [(t.seed, v) for t in done if (v := _number(t.metrics.get(key))) is not None]
+    return Stat.of([v for _, v in pairs], [s for s, _ in pairs])
+
+
 def _report_row(
     name: str,
     trials: list[TrialLike],
@@ -244,8 +265,8 @@ def _report_row(
         paper=PAPER.get(paper) if paper else None,
         settings=_settings(config),
         changed=_changed(config, base_config, paper, ignore),
-        ppl=Stat.of([v for t in done if (v := _number(t.metrics.get(PPL_KEY))) is not None]),
-        bleu=Stat.of([v for t in done if (v := _number(t.metrics.get(BLEU_KEY))) is not None]),
+        ppl=_stat(done, PPL_KEY),
+        bleu=_stat(done, BLEU_KEY),
         params=int(params) if params else None,
         is_base=is_base,
         states=states,
@@ -283,8 +304,8 @@ def build_table(
             continue
         if row.ppl and base.ppl:
             row.ppl_delta = row.ppl.mean - base.ppl.mean
-            row.ppl_ev.seeds = welch_seeds(base.ppl.values, row.ppl.values)
         if row.bleu and base.bleu:
             row.bleu_delta = row.bleu.mean - base.bleu.mean
-            row.bleu_ev.seeds = welch_seeds(base.bleu.values, row.bleu.values)
-    return Table3(name=name, rows=rows)
+    table = Table3(name=name, rows=rows)
+    decide(table)  # seed-level tests and verdicts; load_table decides again with the bootstrap attached
+    return table

@@ -33,10 +33,12 @@ from ablate.tracking import wandb_mode
 TABLE_COLUMNS = [
     "group", "row", "paper", *COLUMN_KEYS,
     "ppl", "ppl_std", "ppl_n", "ppl_delta", "ppl_delta_boot", "ppl_delta_low", "ppl_delta_high",
-    "ppl_p_boot", "ppl_p_seeds", "ppl_significant", "paper_ppl", "paper_ppl_delta",
+    "ppl_p_boot", "ppl_p_seeds", "ppl_p_adjusted", "ppl_unit", "ppl_verdict", "ppl_significant",
+    "paper_ppl", "paper_ppl_delta",
     "bleu", "bleu_std", "bleu_n", "bleu_delta", "bleu_delta_boot", "bleu_delta_low", "bleu_delta_high",
-    "bleu_p_boot", "bleu_p_seeds", "bleu_significant", "paper_bleu", "paper_bleu_delta",
-    "learned", "params_m", "paper_params_m", "n_done", "n_trials", "status",
+    "bleu_p_boot", "bleu_p_seeds", "bleu_p_adjusted", "bleu_unit", "bleu_verdict", "bleu_significant",
+    "paper_bleu", "paper_bleu_delta", "learned", "params_m", "paper_params_m", "n_done", "n_trials", "status",
+    "correction",
 ]  # fmt: skip
 
 
@@ -181,6 +183,7 @@ def _log_run(
         run.summary.update(
             {
                 "report/alpha": table.alpha,
+                "report/correction": table.correction,
                 "report/unigram_floor": table.floor,
                 "report/bleu_withheld": table.bleu_withheld or "",
             }

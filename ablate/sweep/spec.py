@@ -29,6 +29,7 @@ from ablate.sweep.search_spec import SearchSpec, read_search
 from ablate.sweep.spec_checks import (
     check_launcher,
     check_numbers,
+    check_report,
     check_seeds,
     check_store,
     check_top,
@@ -70,6 +71,7 @@ class SweepFile:
     max_retries: int
     heartbeat: dict[str, float]
     cost: dict[str, float]
+    report: dict[str, Any]  # {equivalence: {ppl, bleu}}: how the report decides (ablate.report.verdicts)
     runs_root: Path
     seeds: tuple[int, ...]
     layer: dict[str, Any]  # the file's `overrides:` as a nested mapping
@@ -96,6 +98,7 @@ class Sweep:
     max_retries: int
     heartbeat: dict[str, float]
     cost: dict[str, float]
+    report: dict[str, Any]  # {equivalence: {ppl, bleu}}: how the report decides (ablate.report.verdicts)
     runs_root: Path
     trials: tuple[Trial, ...]
     overrides: tuple[str, ...] = ()  # command-line overrides applied to every trial (recorded in the store)
@@ -193,6 +196,7 @@ def read_sweep_file(path: str | Path) -> SweepFile:
         max_retries=max_retries,
         heartbeat=heartbeat,
         cost=cost,
+        report=check_report(where, data.get("report")),
         runs_root=(file.parent / str(data.get("runs", "runs"))).resolve(),
         seeds=check_seeds(where, data.get("seeds", [1])),
         layer=as_layer(f"{where}: overrides", data.get("overrides")),
@@ -317,6 +321,7 @@ def expand(sf: SweepFile, overrides: Sequence[str] = ()) -> Sweep:
     where = str(sf.path)
     header = {k: getattr(sf, k) for k in ("path", "name", "experiment", "store", "launcher", "wandb", "imports")}
     common = dict(max_retries=sf.max_retries, heartbeat=sf.heartbeat, cost=sf.cost, runs_root=sf.runs_root)
+    common["report"] = sf.report
     if sf.search is not None:
         templates = _search_templates(sf, overrides)
         return Sweep(

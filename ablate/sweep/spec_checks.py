@@ -29,6 +29,7 @@ SWEEP_KEYS = {
     "max_retries": "retries of a crashed trial within one `ablate sweep`",
     "heartbeat": "{interval_s, grace_s}: a RUNNING trial silent for grace_s is reaped",
     "cost": "{flops_per_second, mfu}: throughput assumption of --dry-run",
+    "report": "{equivalence: {ppl: 0.02, bleu: 0.3}}: margins within which a row counts as the same as base",
     "rows": "the rows of the table (optional with search:, which then tunes the experiment as one row)",
     "search": "{metric, direction, n_trials, sampler, pruner, params}: tune each row (ablate.sweep.search_spec)",
 }
@@ -110,6 +111,20 @@ def check_numbers(where: str, data: Mapping[str, Any]) -> tuple[dict[str, Any], 
     if heartbeat["grace_s"] <= heartbeat["interval_s"]:
         raise SweepError(f"{where}: heartbeat.grace_s must exceed heartbeat.interval_s")
     return wandb, heartbeat, cost
+
+
+def check_report(where: str, report: Any) -> dict[str, Any]:
+    """``report: {equivalence: {ppl: relative margin, bleu: points}}``, checked (empty when absent)."""
+    if report is None:
+        return {}
+    if not isinstance(report, Mapping):
+        raise SweepError(f"{where}: report must be a mapping, e.g. {{equivalence: {{ppl: 0.02, bleu: 0.3}}}}")
+    check_keys(f"{where}: report", report, ["equivalence"])
+    margins = _mapping(f"{where}: report", report, "equivalence", ("ppl", "bleu"))
+    for key, value in margins.items():
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+            raise SweepError(f"{where}: report.equivalence.{key} must be a positive number, got {value!r}")
+    return {"equivalence": margins} if margins else {}
 
 
 def check_launcher(where: str, launcher: Any) -> dict[str, Any]:

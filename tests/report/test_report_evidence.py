@@ -79,6 +79,8 @@ def test_md_and_json_carry_intervals_p_values_marks_and_the_floor(sweep_file: Pa
     assert better["ppl_delta_high"] < 0 < better["bleu_delta_low"]  # lower PPL, higher BLEU, interval clear of 0
     assert better["ppl_p_boot"] < 0.05 and better["ppl_p_seeds"] < 0.05 and better["bleu_boot_sentences"] == 80
     assert same["ppl_p_boot"] == 1.0 and same["bleu_p_boot"] == 1.0 and same["ppl_significant"] is False
+    assert (better["ppl_verdict"], better["ppl_unit"], same["ppl_verdict"]) == ("better", "seeds", "equivalent")
+    assert better["bleu_verdict"] == "better" and data["correction"] == "holm"
     assert nothing["ppl_significant"] is None and nothing["no_bootstrap"]["ppl"] == "not learned"
     # counted: D3 only (D2's paper delta +0.03 PPL is under the 0.1 threshold; N=2 learned nothing)
     assert data["fidelity"]["sign_n_ppl"] == 1 and data["fidelity"]["sign_significant_ppl"] == 1
@@ -96,7 +98,8 @@ def test_md_and_json_carry_intervals_p_values_marks_and_the_floor(sweep_file: Pa
     assert cells["eps_ls"][14].startswith("-") and "[" in cells["eps_ls"][14] and " / " in cells["eps_ls"][15]
     assert not cells["P_d"][13].endswith("*") and cells["P_d"][15].startswith("1.000 / ")
     assert cells["N=2"][13].endswith("†") and cells["base"][14] == f"floor {data['unigram_floor']:.2f}"
-    assert "* = change vs base significant at α = 0.05" in md and "† = not learned" in md
+    assert "* = differs from base over seeds" in md and "Holm-corrected" in md and "† = not learned" in md
+    assert cells["P_d"][13].endswith("≈")  # the same outputs as base at every seed: equivalent within the margin
     assert "seed-matched pairs pooled" in md and "no bootstrap (not learned): N=2 PPL, N=2 BLEU" in md
 
 

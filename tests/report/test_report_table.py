@@ -24,8 +24,8 @@ EXPECTED_MD = """\
 |      | rope            |   |         |      |   |     |     |        |        |       |       rope | 4.90 (-0.37) |                    |                |               | 21.0 (+0.5) |                     |                |                |    0.478 |         |                       1/1 |
 
 - Ours: dev PPL / BLEU, mean ± std over seeds; Δ = against our base row (base). Paper: Vaswani et al. 2017, Attention Is All You Need, Table 3 (dev: newstest2013); Δ against its base. Blank settings = as base. … = waiting.
-- * = change vs base significant at α = 0.05: p < α in the paired bootstrap over dev sentences (sacreBLEU's for BLEU) and, where both rows have ≥ 2 seeds, in Welch's test over seeds.
-- Δ boot [95% CI] = Δ of the pooled seed-matched pairs and its bootstrap interval; p = bootstrap / Welch (– = none). Bootstrap pairs: seed-matched pairs pooled (row seed s vs base seed s, for every seed both finished; BLEU on the first dev sentences both decoded).
+- Marks after Δ (α = 0.05, Holm-corrected over the table's rows (family-wise error ≤ α)): * = differs from base over seeds (paired by seed: the architecture's effect); ≈ = equivalent to base over seeds (within ±2% PPL, ±0.3 BLEU); ° = differs over dev sentences only. A row (or base) with one seed is tested over dev sentences (°): that compares two trained models on this dev set, not the architectures; run ≥ 2 seeds per row for a seed-level verdict.
+- Δ boot [95% CI] = Δ of the pooled seed-matched pairs and its bootstrap interval; p = bootstrap over sentences / test over seeds (paired t, else Welch; – = none) → adjusted. Bootstrap pairs: seed-matched pairs pooled (row seed s vs base seed s, for every seed both finished; BLEU on the first dev sentences both decoded).
 - Unigram floor: n/a.
 - Spearman rank correlation with the paper: PPL +0.87 (n=3), BLEU +1.00 (n=3)
 - Delta vs base has the paper's sign: PPL 1/1 (100%), BLEU 2/2 (100%) (rows where the paper's |Δ| ≥ 0.1 PPL / 0.1 BLEU); of those, significant here (p < 0.05): PPL 0/1, BLEU 0/2
@@ -34,13 +34,13 @@ EXPECTED_MD = """\
 """  # noqa: E501
 
 EXPECTED_CSV = """\
-group,row,paper,N,d_model,d_ff,h,d_k,d_v,P_drop,eps_ls,train_steps,positional,ppl,ppl_std,ppl_n,ppl_delta,ppl_delta_boot,ppl_delta_low,ppl_delta_high,ppl_p_boot,ppl_p_seeds,ppl_significant,paper_ppl,paper_ppl_delta,bleu,bleu_std,bleu_n,bleu_delta,bleu_delta_boot,bleu_delta_low,bleu_delta_high,bleu_p_boot,bleu_p_seeds,bleu_significant,paper_bleu,paper_bleu_delta,learned,params,paper_params_m,n_done,n_trials,status
-base,base,base,3,64,256,8,8,8,0.1,0.1,300,sinusoidal,5.2667,0.3055,3,,,,,,,,4.92,,20.5,0.5,3,,,,,,,,25.8,,,478208,65,3,3,done
-A,h=1,A1,,,,1,64,64,,,,,5.5,,1,0.2333,,,,,,,5.29,0.37,19.0,,1,-1.5,,,,,,,24.9,-0.9,,478208,,1,3,partial
-B,d_k=2,B1,,,,,2,,,,,,,,0,,,,,,,,5.16,0.24,,,0,,,,,,,,25.1,-0.7,,421952,58,0,1,waiting
-C,N=1,C1,1,,,,,,,,,,,,0,,,,,,,,6.11,1.19,,,0,,,,,,,,23.7,-2.1,,244864,36,0,1,failed
-E,learned pos,E,,,,,,,,,,learned,5.1,,1,-0.1667,,,,,,,4.92,0.0,20.4,,1,-0.1,,,,,,,25.7,-0.1,,510976,,1,1,done
-E,rope,,,,,,,,,,,rope,4.9,,1,-0.3667,,,,,,,,,21.0,,1,0.5,,,,,,,,,,478208,,1,1,done
+group,row,paper,N,d_model,d_ff,h,d_k,d_v,P_drop,eps_ls,train_steps,positional,ppl,ppl_std,ppl_n,ppl_delta,ppl_delta_boot,ppl_delta_low,ppl_delta_high,ppl_p_boot,ppl_p_seeds,ppl_seeds_delta,ppl_seeds_low,ppl_seeds_high,ppl_p_adjusted,ppl_unit,ppl_verdict,ppl_significant,paper_ppl,paper_ppl_delta,bleu,bleu_std,bleu_n,bleu_delta,bleu_delta_boot,bleu_delta_low,bleu_delta_high,bleu_p_boot,bleu_p_seeds,bleu_seeds_delta,bleu_seeds_low,bleu_seeds_high,bleu_p_adjusted,bleu_unit,bleu_verdict,bleu_significant,paper_bleu,paper_bleu_delta,learned,params,paper_params_m,n_done,n_trials,status,correction
+base,base,base,3,64,256,8,8,8,0.1,0.1,300,sinusoidal,5.2667,0.3055,3,,,,,,,,,,,,,,4.92,,20.5,0.5,3,,,,,,,,,,,,,,25.8,,,478208,65,3,3,done,holm
+A,h=1,A1,,,,1,64,64,,,,,5.5,,1,0.2333,,,,,,,,,,,,,5.29,0.37,19.0,,1,-1.5,,,,,,,,,,,,,24.9,-0.9,,478208,,1,3,partial,holm
+B,d_k=2,B1,,,,,2,,,,,,,,0,,,,,,,,,,,,,,5.16,0.24,,,0,,,,,,,,,,,,,,25.1,-0.7,,421952,58,0,1,waiting,holm
+C,N=1,C1,1,,,,,,,,,,,,0,,,,,,,,,,,,,,6.11,1.19,,,0,,,,,,,,,,,,,,23.7,-2.1,,244864,36,0,1,failed,holm
+E,learned pos,E,,,,,,,,,,learned,5.1,,1,-0.1667,,,,,,,,,,,,,4.92,0.0,20.4,,1,-0.1,,,,,,,,,,,,,25.7,-0.1,,510976,,1,1,done,holm
+E,rope,,,,,,,,,,,rope,4.9,,1,-0.3667,,,,,,,,,,,,,,,21.0,,1,0.5,,,,,,,,,,,,,,,,478208,,1,1,done,holm
 """  # noqa: E501
 
 BASE_SETTINGS = {"N": 3, "d_model": 64, "d_ff": 256, "h": 8, "d_k": 8, "d_v": 8, "P_drop": 0.1, "eps_ls": 0.1,
@@ -54,12 +54,31 @@ def _row(group: str, row: str, paper: str | None, changed: dict[str, Any], **val
         "ppl": None, "ppl_std": None, "ppl_delta": None, "paper_ppl": None, "paper_ppl_delta": None,
         "bleu": None, "bleu_std": None, "bleu_delta": None, "paper_bleu": None, "paper_bleu_delta": None,
         "params": 478208, "paper_params_m": None, "n_done": 1, "n_trials": 1, "status": "done", "failures": [],
-        "learned": None, "no_bootstrap": None, "ppl_n": None, "bleu_n": None,
+        "learned": None, "no_bootstrap": None, "ppl_n": None, "bleu_n": None, "correction": "holm",
     }  # fmt: skip
     for m in ("ppl", "bleu"):  # no run directories here: no bootstrap; one seed: no Welch
         rec[f"{m}_significant"] = None
-        rec.update(dict.fromkeys(f"{m}_{k}" for k in ("delta_boot", "delta_low", "delta_high", "p_boot", "p_seeds",
-                                                     "boot_sentences")))  # fmt: skip
+        rec.update(
+            dict.fromkeys(
+                f"{m}_{k}"
+                for k in (
+                    "delta_boot",
+                    "delta_low",
+                    "delta_high",
+                    "p_boot",
+                    "p_seeds",
+                    "boot_sentences",
+                    "seed_test",
+                    "seeds_delta",
+                    "seeds_low",
+                    "seeds_high",
+                    "p_equiv",
+                    "p_adjusted",
+                    "unit",
+                    "verdict",
+                )
+            )
+        )
     assert set(values) <= set(rec)
     rec.update(values)
     for m in ("ppl", "bleu"):
@@ -87,6 +106,8 @@ EXPECTED_JSON = {
         _row("E", "rope", None, {"positional": "rope"}, ppl=4.9, ppl_delta=-0.3667, bleu=21.0, bleu_delta=0.5),
     ],
     "alpha": 0.05,
+    "correction": "holm",
+    "equivalence_margins": {"ppl": 0.02, "bleu": 0.3},
     "pairing": "seed-matched pairs pooled (row seed s vs base seed s, for every seed both finished; BLEU on the "
                "first dev sentences both decoded)",
     "unigram_floor": None,
