@@ -30,6 +30,7 @@ from ablate.report.cells import (
     result_cell,
     row_label,
     shown_settings,
+    verdict_legend,
 )
 from ablate.report.columns import OTHER_KEY
 from ablate.report.errors import ReportError
@@ -326,6 +327,9 @@ _TEX = {
     "≥": "$\\geq$",
     "×": "$\\times$",
     "α": "$\\alpha$",
+    "≈": "$\\approx$",
+    "°": "$^\\circ$",
+    "≤": "$\\leq$",
     "Δ": "$\\Delta$",
 }
 
@@ -358,6 +362,8 @@ def render_latex(table: Table3) -> str:
             lines.append("\\midrule")
         lines.append(" & ".join(_tex(c) for c in cells) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}"]
+    # what the marks mean (level, correction, unit) printed under the table, not only in comments
+    lines += ["", "\\par\\smallskip{\\footnotesize " + _tex(verdict_legend(table)) + "}"]
     lines += [f"% {note}" for note in (*notes(table, fidelity(table)), *legend_lines(table))]
     return "\n".join(lines) + "\n"
 
