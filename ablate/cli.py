@@ -75,6 +75,12 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return run.code
 
 
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from ablate.report.commands import plan
+
+    return plan(args.sweep, effect=args.effect, power=args.power, alpha=args.alpha, correction=args.correction)
+
+
 def _cmd_status(args: argparse.Namespace) -> int:
     from ablate.sweep.commands import status
 
@@ -124,7 +130,7 @@ def _add_run_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_sweep_commands(sub: argparse._SubParsersAction) -> None:
-    """sweep, status, sync, table: a sweep file and its store."""
+    """sweep, status, sync: a sweep file and its store."""
     s = sub.add_parser("sweep", help="run (or resume) a sweep: every row of a sweep file, each trial once")
     s.add_argument("sweep", help="sweep file, e.g. sweeps/table3-mini.yaml (a bare name is also looked up in sweeps/)")
     s.add_argument(
@@ -158,6 +164,9 @@ def _add_sweep_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("sweep", help="sweep file")
     s.set_defaults(func=_cmd_sync)
 
+
+def _add_report_commands(sub: argparse._SubParsersAction) -> None:
+    """table, plan: what a sweep's store says, and what it would take to know more."""
     s = sub.add_parser("table", help="print a sweep's results in the layout of Table 3, beside the paper's")
     s.add_argument("sweep", help="sweep file")
     s.add_argument(
@@ -178,6 +187,14 @@ def _add_sweep_commands(sub: argparse._SubParsersAction) -> None:
     )
     s.set_defaults(func=_cmd_table)
 
+    s = sub.add_parser("plan", help="seeds each row needs to decide a PPL change, from a pilot's seed spread")
+    s.add_argument("sweep", help="sweep file (its finished trials give the seed spread)")
+    s.add_argument("--effect", type=float, default=0.02, help="relative PPL change to detect (default 0.02)")
+    s.add_argument("--power", type=float, default=0.8, help="chance to detect it (default 0.8)")
+    s.add_argument("--alpha", type=float, default=0.05, help="significance level of the table (default 0.05)")
+    s.add_argument("--correction", default="holm", choices=["holm", "bh", "none"], help="as in `ablate table`")
+    s.set_defaults(func=_cmd_plan)
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -187,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_run_commands(sub)
     _add_sweep_commands(sub)
+    _add_report_commands(sub)
     return p
 
 

@@ -184,3 +184,31 @@ def _write_all(report: Table3, folder: Path) -> tuple[Path | None, Path | None]:
 
         history = _plot(plot_history, report, folder / SEARCH_PLOT_NAME, "search history")
     return png, history
+
+
+def plan(
+    sweep_path: str | Path,
+    effect: float = 0.02,
+    power: float = 0.8,
+    alpha: float = DEFAULT_ALPHA,
+    correction: str = DEFAULT_CORRECTION,
+) -> int:
+    """``ablate plan``: seeds each row needs to decide a relative PPL change of ``effect`` (ablate.report.plan)."""
+    from ablate.report.plan import plan_lines, plan_rows
+    from ablate.sweep.cost import estimate
+
+    _check_alpha(alpha)
+    if not 0 < effect < 1 or not 0 < power < 1:
+        raise ReportError(
+            f"--effect {effect} / --power {power}: both must lie strictly between 0 and 1 (e.g. 0.02, 0.8)"
+        )
+    if correction not in CORRECTIONS:
+        raise ReportError(f"--correction {correction}: use one of {', '.join(CORRECTIONS)} (default holm)")
+    opened = open_sweep(sweep_path)
+    report = load_table(opened.sweep, alpha, opened.store, correction)
+    cost: dict[str, float] = {}
+    for t in opened.sweep.shapes:
+        cost.setdefault(t.row, estimate(opened.sweep, t)["device_hours"])
+    rows = plan_rows(report, cost, effect, power, alpha, correction)
+    print("\n".join(plan_lines(rows, effect, power, alpha, correction)))
+    return 0
