@@ -72,6 +72,7 @@ class TrainConfig:
     val_every_steps: int = 1000  # run validation (dev NLL / PPL) every this many optimizer steps
     log_every_steps: int = 50  # log training metrics every this many optimizer steps
     checkpoint_every_steps: int = 0  # also write checkpoints/last.ckpt every this many steps (0 = at validations only)
+    compile: bool = False  # torch.compile the training forward (dynamic shapes); checkpoints load without it
 
 
 @dataclass
@@ -124,7 +125,7 @@ SECTIONS = ("model", "data", "train", "trainer", "eval", "logging")
 SLOT_FIELDS = ("attention", "ffn", "norm", "positional", "residual")  # model fields that name a registered variant
 # Keys added after trial ids were first stored, with their defaults: at the default they are left out
 # of the hash (hash_view), so a sweep that does not set them keeps its trial ids, runs and W&B runs.
-ADDED_LATER: dict[str, Any] = {"data.max_train_pairs": None}
+ADDED_LATER: dict[str, Any] = {"data.max_train_pairs": None, "train.compile": False}
 OPEN_DICTS = ("data.args",)  # free-form mappings: their keys are checked against the corpus's options
 
 

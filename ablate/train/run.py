@@ -44,6 +44,7 @@ def system_kwargs(cfg: DictConfig, vocab_size: int) -> dict[str, Any]:
         adam_beta2=float(t.adam_beta2),
         adam_eps=float(t.adam_eps),
         weight_decay=float(t.weight_decay),
+        compile=bool(t.get("compile", False)),
     )
 
 
@@ -96,6 +97,7 @@ def train(
     import lightning.pytorch as pl
 
     from ablate.data.prepare import prepare_data
+    from ablate.train.fast import fast_path
     from ablate.train.final import final_metrics
     from ablate.train.host import keep_freed_memory
     from ablate.train.lengths import check_positions
@@ -116,6 +118,7 @@ def train(
     run_id = wandb_id or wandb_run_id(cfg, rd.path)
     quiet_lightning()
     trainer, monitor = build_trainer(cfg, rd, run_id, prepared, resume_step=resume_step, overrides=trainer_kwargs)
+    fast_path(cfg, trainer)  # on a GPU: TF32, and which attention kernel the trial's shapes get
     if trainer.is_global_zero:
         rd.remove_stale_temps()  # of a killed writer (e.g. .last.ckpt.tmp-PID); nothing of ours is being written
         rd.write_provenance(provenance(cfg, trainer, resumed=resume_step is not None))

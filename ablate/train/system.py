@@ -27,6 +27,7 @@ import torch.distributed as dist
 from ablate.config import model_section
 from ablate.errors import AblateError
 from ablate.model.build import build_model
+from ablate.train.fast import adam_options
 from ablate.train.losses import linear_label_smoothed_loss
 from ablate.train.rng import rng_state, set_rng_state
 from ablate.train.schedule import noam_scheduler
@@ -51,10 +52,12 @@ class TranslationSystem(pl.LightningModule):
         adam_beta2: float = 0.98,
         adam_eps: float = 1e-9,
         weight_decay: float = 0.0,
+        compile: bool = False,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
         self.model = build_model(model_section(model, "TranslationSystem(model=...)"), vocab_size, pad_id)
+        self._features: Any = None  # the (compiled) training forward, made at the first step
         self.d_model = int(self.model.d_model) if hasattr(self.model, "d_model") else int(model["d_model"])
         self._val_nll = torch.zeros((), dtype=torch.float64)
         self._val_tokens = torch.zeros((), dtype=torch.float64)
@@ -70,8 +73,17 @@ class TranslationSystem(pl.LightningModule):
         positions never pay the V-way projection and softmax."""
         target = batch["tgt_out"]
         real = target != self.model.pad_id
-        hidden = self.model.features(batch["src"], batch["tgt_in"])
+        hidden = self._training_features()(batch["src"], batch["tgt_in"])
         return hidden[real], target[real]
+
+    def _training_features(self) -> Any:
+        """``model.features``, or with ``compile`` its ``torch.compile`` (dynamic shapes: the token buckets'
+        lengths vary from batch to batch and must not recompile each step). The weights stay the model's
+        own, so checkpoints load with or without compile; decoding always runs eager."""
+        if self._features is None:
+            fn = self.model.features
+            self._features = torch.compile(fn, dynamic=True) if self.hparams.get("compile") else fn
+        return self._features
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         hidden, target = self._real_positions(batch)
@@ -91,6 +103,7 @@ class TranslationSystem(pl.LightningModule):
         hp = self.hparams
         cls = torch.optim.AdamW if hp.weight_decay > 0 else torch.optim.Adam  # decoupled decay only if asked
         kw = {"weight_decay": hp.weight_decay} if hp.weight_decay > 0 else {}
+        kw.update(adam_options(list(self.parameters())))  # fused Adam on CUDA
         opt = cls(self.parameters(), lr=1.0, betas=(hp.adam_beta1, hp.adam_beta2), eps=hp.adam_eps, **kw)
         sched = noam_scheduler(opt, self.d_model, hp.warmup_steps, hp.lr_factor)
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step", "frequency": 1}}
