@@ -1,0 +1,116 @@
+"""A 2-task SLURM job trains one trial with the real trainer on 2 DDP ranks (gloo on CPU; one rank per
+task, Lightning's SLURM environment), is requeued mid-training, and resumes both ranks from the same
+checkpoint: one attempt, completed once, one W&B run, and only rank 0 writes checkpoints and metrics.
+
+Against a real slurmctld (skipped when ``sbatch`` is absent or no controller answers). Submitted with
+``--detach``: nothing but the jobs runs. Both ranks must resume from the same step, or their collectives
+would not pair up and the job would hang instead of finishing.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ablate.rundir import read_progress
+from ablate.sweep.spec import load_sweep
+from ablate.sweep.store import SweepStore
+
+pytestmark = [pytest.mark.slurm, pytest.mark.integration, pytest.mark.slow]
+
+STEPS = 1500
+EXPERIMENT = {
+    "model": {"n_layers": 1, "d_model": 16, "d_ff": 32, "n_heads": 2, "max_positions": 128},
+    "data": {"corpus": "builtin", "vocab_size": 120, "max_len": 64, "max_tokens": 256, "tokenizer_sample": 1000},
+    "train": {
+        "max_steps": STEPS,
+        "warmup_steps": 20,
+        "val_every_steps": 500,
+        "log_every_steps": 5,
+        "checkpoint_every_steps": 10,
+    },
+    "trainer": {"accelerator": "cpu", "devices": 2, "strategy": "ddp"},
+    "eval": {"beam_size": 1, "bleu_max_sentences": 10, "test": False},
+    "logging": {"wandb": "offline", "progress_bar": False},
+}
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster() -> None:
+    if shutil.which("sbatch") is None:
+        pytest.skip("sbatch is not on PATH: no SLURM client tools here")
+    probe = subprocess.run(["sinfo", "-h"], capture_output=True, text=True)
+    if probe.returncode != 0 or not probe.stdout.strip():
+        pytest.skip(f"sinfo failed ({probe.stderr.strip()[:120]}): no reachable slurmctld; export SLURM_CONF")
+
+
+def _wait(cond: Any, timeout: float, what: str) -> Any:
+    end = time.time() + timeout
+    while time.time() < end:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _attempts(path: Path) -> list[Any]:
+    sweep = load_sweep(path)
+    return SweepStore.for_sweep(sweep).by_trial().get(sweep.trials[0].trial_id, [])
+
+
+def _job_log(path: Path) -> str:
+    logs = sorted((path.parent / ".ablate" / "slurm").rglob("*.out")) + sorted(
+        (path.parent / ".ablate" / "slurm").rglob("*.err")
+    )
+    return "\n".join(f"== {p.name}\n" + p.read_text(errors="replace")[-2000:] for p in logs)
+
+
+def test_two_task_job_requeued_resumes_both_ranks_and_finishes_once(slurm_cluster, tmp_path: Path) -> None:
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(EXPERIMENT))
+    path = tmp_path / "ddp.yaml"
+    launcher = {"name": "slurm", "tasks_per_node": 2, "cpus_per_task": 1, "mem_gb": 1, "timeout_min": 15}
+    spec = {"name": "ddp", "experiment": "exp.yaml", "seeds": [1], "launcher": launcher, "wandb": {"mode": "offline"}}
+    spec["heartbeat"] = {"interval_s": 2, "grace_s": 60}
+    path.write_text(yaml.safe_dump({**spec, "rows": [{"name": "base", "group": "base", "paper": "base"}]}))
+    env = dict(os.environ, ABLATE_CACHE=str(tmp_path / "cache"), WANDB_MODE="offline", WANDB_SILENT="true")
+    sub = subprocess.run(
+        [sys.executable, "-m", "ablate", "sweep", str(path), "--detach"], env=env, capture_output=True, text=True
+    )
+    assert sub.returncode == 0, sub.stdout + sub.stderr
+    run_dir = Path(load_sweep(path).trials[0].run_dir)
+    _wait(lambda: read_progress(run_dir).get("step", 0) >= 30, 300, "step 30\n" + _job_log(path))
+    job = _attempts(path)[0].attrs["slurm_job"]
+    subprocess.run(["scontrol", "requeue", job], check=True)
+    done = lambda: (a := _attempts(path)) and a[-1].state not in ("WAITING", "RUNNING") and a  # noqa: E731
+    attempts = _wait(done, 500, "the requeued 2-task job to finish the trial\n" + _job_log(path))
+    log = _job_log(path)
+    assert [(a.attempt, a.state) for a in attempts] == [(0, "COMPLETE")], log
+    metrics = attempts[0].attrs["metrics"]
+    assert metrics["step"] == STEPS and metrics["val/ppl"] > 1 and attempts[0].attrs.get("requeues", 0) >= 1
+    provenance = json.loads((run_dir / "provenance.json").read_text())
+    assert provenance["resumed"] is True and provenance["devices"]["world_size"] == 2
+    folder = path.parent / ".ablate" / "slurm" / "ddp"
+    for task in (0, 1):  # each rank ran twice: before the requeue and after it
+        assert (folder / f"{job}_{task}_log.out").read_text().count("Starting with JobEnvironment") == 2, log
+    assert (folder / f"{job}_0_log.err").read_text().count("Restoring states from the checkpoint path at") == 1
+    with open(run_dir / "metrics.csv", newline="") as f:
+        steps = [r["step"] for r in csv.DictReader(f) if r.get("train/loss")]
+    assert len(steps) == len(set(steps)), "a step logged twice: a second rank wrote metrics"
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir() if p.suffix == ".ckpt") == [
+        "best.ckpt",
+        "last.ckpt",
+    ]
+    runs = {p.name.rsplit("-", 1)[-1] for p in (run_dir / "wandb").glob("offline-run-*")}
+    assert len(runs) == 1, runs  # one W&B run, resumed under the same id
+    assert not (run_dir / "error.txt").exists()
