@@ -229,14 +229,30 @@ def _print_status_lines(spec: Sweep, trials: Sequence[TrialView]) -> None:
             print(f"  stale: {v.row} seed {v.seed}: no heartbeat for {a.silent_s(now):.0f} s")
 
 
+def reap_ended_jobs(spec: Sweep, store: SweepStore) -> None:
+    """Record the SLURM jobs of active attempts that ended without saying so (killed in their start-up,
+    before any handler was installed; timed out; cancelled), as a running controller's poll does: a
+    detached sweep has no controller, and its attempts would otherwise show RUNNING or waiting forever.
+    One ``sacct`` call; nothing happens without ``sacct`` or for a local sweep."""
+    if spec.launcher["name"] != "slurm" or shutil.which("sacct") is None:
+        return
+    from ablate.sweep.launch import LAUNCHERS
+
+    launcher = LAUNCHERS.get("slurm")(spec, store)
+    if any(a.attrs.get("slurm_job") for a in launcher.active()):
+        launcher.poll()
+
+
 def status(path: str | Path) -> int:
-    """Done / running / waiting / failed per row, with failure reasons; reads only."""
+    """Done / running / waiting / failed per row, with failure reasons. It writes only what sacct says
+    of a SLURM job that ended (:func:`reap_ended_jobs`)."""
     opened = open_sweep(path)
     spec, store = opened.sweep, opened.store
     _note(opened)
     if not store.exists():
         print(f"sweep {spec.name}: not started ({len(spec.trials)} trials waiting; store {store.url})")
         return 0
+    reap_ended_jobs(spec, store)
     by_trial = store.by_trial()
     trials = store.trial_states(spec)
     stray = set(by_trial) - {v.trial_id for v in trials}

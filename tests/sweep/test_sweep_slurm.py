@@ -15,6 +15,7 @@ import pytest
 from sweep_harness import ablate_cmd, calls, fake_env
 
 from ablate.rundir import read_progress
+from ablate.sweep.errors import SweepError
 from ablate.sweep.loader import load_results
 from ablate.sweep.spec import load_sweep
 from ablate.sweep.store import SweepStore
@@ -114,3 +115,62 @@ def test_detach_then_scancel_is_reported_as_cancelled(slurm_cluster, write_sweep
     assert f"SLURM job {job} CANCELLED" in attempts[0].attrs["failure"]
     status = subprocess.run(ablate_cmd("status", str(path)), env=fake_env(), capture_output=True, text=True)
     assert "CANCELLED" in status.stdout and "1 failed" in status.stdout
+
+
+def _kill_in_start_up(path) -> str:
+    """SIGKILL the trial's job as soon as SLURM runs it: the worker is still starting (interpreter,
+    imports), before any handler of ablate's is installed, so nothing of it can record the stop."""
+    job = None
+
+    def running() -> bool:
+        nonlocal job
+        try:
+            attempts = _attempt(path)[0]
+        except SweepError:  # the controller has not written its store yet
+            return False
+        job = attempts[-1].attrs.get("slurm_job") if attempts else None
+        if not job:
+            return False
+        out = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True).stdout
+        return "RUNNING" in out
+
+    _wait(running, what="the job to start")
+    subprocess.run(["scancel", "--signal=KILL", "--full", job], check=True)
+    _wait(lambda: "RUNNING" not in subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout,
+          what="the killed job to leave the queue")  # fmt: skip
+    return job
+
+
+def test_a_job_killed_in_its_start_up_is_never_left_running_detached(slurm_cluster, write_sweep):
+    path = write_sweep(rows=[{"name": "a", "group": "A"}], launcher=LAUNCHER, heartbeat={"interval_s": 1, "grace_s": 8})
+    sub = subprocess.run(
+        ablate_cmd("sweep", str(path), "--detach"), env=fake_env(), capture_output=True, text=True, timeout=120
+    )
+    assert sub.returncode == 0, sub.stdout + sub.stderr
+    job = _kill_in_start_up(path)
+    status = ""
+    for _ in range(60):  # sacct learns the job's end within seconds of it
+        status = subprocess.run(ablate_cmd("status", str(path)), env=fake_env(), capture_output=True, text=True).stdout
+        if "1 failed" in status:
+            break
+        time.sleep(1)
+    (attempts,) = _attempt(path)
+    assert [a.state for a in attempts] == ["FAIL"], status
+    assert f"SLURM job {job}" in attempts[0].attrs["failure"] and "1 failed" in status, status
+
+
+def test_a_job_killed_in_its_start_up_is_recorded_by_its_controller(slurm_cluster, write_sweep):
+    """With a controller: it sees the job end through sacct and records it at once (a kill from outside
+    is a cancellation: recorded with its reason, left for the next `ablate sweep`, not retried now)."""
+    path = write_sweep(rows=[{"name": "a", "group": "A"}], launcher=LAUNCHER, heartbeat={"interval_s": 1, "grace_s": 8})
+    cmd = ablate_cmd("sweep", str(path))
+    proc = subprocess.Popen(cmd, env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        job = _kill_in_start_up(path)
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, out.decode()
+    (attempts,) = _attempt(path)
+    assert [(a.state, a.kind) for a in attempts] == [("FAIL", "cancelled")], out.decode()
+    assert f"SLURM job {job} CANCELLED" in attempts[0].attrs["failure"]
