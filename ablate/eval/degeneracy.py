@@ -7,6 +7,7 @@ One of the two "learned nothing" signals of the report (the other is the unigram
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -14,6 +15,9 @@ MIN_TOKENS = 4  # shorter non-empty hypotheses are too short to call degenerate 
 TOP_SHARE = 0.5  # one token type making up at least this share of a hypothesis: "die die die die"
 LOOP_MIN_TOKENS = 8  # from this length, few distinct types mean a loop: "ich bin ich bin ich bin ..."
 LOOP_DISTINCT = 0.25  # ... at most this share of the tokens distinct
+# 1-3 letters repeated 5 or more times in a row inside one word ("iiiii", "kokokokoko"): no word of a
+# natural language does that; digits are left alone ("1000000").
+WORD_LOOP = re.compile(r"([^\W\d_]{1,3})\1{4,}")
 
 
 def degenerate(hyp: str) -> bool:
@@ -22,12 +26,15 @@ def degenerate(hyp: str) -> bool:
     Degenerate: empty (the model stops at once; counted as degenerate, since an empty output is the
     commonest collapse of a model that learned nothing), or at least MIN_TOKENS tokens of which one
     type makes up >= TOP_SHARE ("die die die die", "der , der , der"), or at least LOOP_MIN_TOKENS
-    tokens of which at most LOOP_DISTINCT are distinct types (a repeated phrase, "a b c a b c a b c").
+    tokens of which at most LOOP_DISTINCT are distinct types (a repeated phrase, "a b c a b c a b c"), or
+    any word in which 1-3 letters repeat 5 or more times in a row (a subword loop, "in der kopiiiiiiii").
     Non-empty hypotheses shorter than MIN_TOKENS are never degenerate.
     """
     tokens = hyp.split()
     n = len(tokens)
     if n == 0:
+        return True
+    if any(WORD_LOOP.search(t) for t in tokens):  # a subword looping inside a word: "kopiiiiiiiiiii"
         return True
     if n < MIN_TOKENS:
         return False

@@ -19,6 +19,7 @@ from ablate.eval.significance import Comparison
 from ablate.report.columns import paper_deviations
 from ablate.report.evidence import LEARNED_RATIO
 from ablate.report.fidelity import Fidelity
+from ablate.report.learning import STILL_IMPROVING
 from ablate.report.paper import CITATION
 from ablate.report.table import Evidence, ReportRow, Stat, Table3
 
@@ -32,6 +33,7 @@ CORRECTION_TEXT = {
     "none": "not corrected for the table's many rows",
 }
 NOT_LEARNED = "†"
+IMPROVING = "‡"  # dev PPL still falling when training stopped (ablate.report.learning)
 NO_PAPER = "No row names a paper row (`paper:` in the sweep file): the deltas are against our base only."
 WITHHELD = "withheld"
 PAIRING = (
@@ -138,6 +140,8 @@ def result_cell(table: Table3, row: ReportRow, metric: str, digits: int, std: bo
         text += f" ({signed(delta, digits)}){mark(table, row, metric)}"
     if metric == "ppl" and row.learned is False:
         text += f" {NOT_LEARNED}"
+    if metric == "ppl" and row.still_improving is not None and row.still_improving > STILL_IMPROVING:
+        text += f" {IMPROVING}"
     return text
 
 
@@ -209,12 +213,29 @@ def legend(table: Table3, terminal: bool = False) -> list[str]:
     ]
     if table.bleu_withheld:
         lines.append(f"BLEU withheld: {table.bleu_withheld}.")
+    lines += learning_lines(table)
     deviation = paper_deviations(base.settings) if base is not None and table.has_paper else None
     if deviation:  # e.g. the mini table's pre-norm recipe: say so wherever the table is read
         lines.append(
             f"Our base differs from the paper's base model in: {deviation}; the rows inherit it unless they change it."
         )
     lines += _why_lines(table)
+    return lines
+
+
+def learning_lines(table: Table3) -> list[str]:
+    """Whether the models learned the task: undertrained (base still improving), rows still improving,
+    outputs that are not translations yet; each with its figure."""
+    lines = [f"DOES NOT TRANSLATE YET: {table.not_translating}."] if table.not_translating else []
+    if table.undertrained:
+        lines.append(f"UNDERTRAINED: {table.undertrained}.")
+    rows = [r for r in table.rows if r.still_improving is not None and r.still_improving > STILL_IMPROVING]
+    if rows:
+        listed = ", ".join(f"{r.name} {r.still_improving:.1%}" for r in rows)
+        lines.append(
+            f"{IMPROVING} = still improving when training stopped (dev PPL fell > {STILL_IMPROVING:.0%} over the "
+            f"last quarter): {listed}."
+        )
     return lines
 
 
@@ -236,3 +257,32 @@ def notes(table: Table3, fid: Fidelity) -> list[str]:
     for row in table.rows:
         lines += [f"failed: {row.name} {failure}" for failure in row.failures]
     return lines
+
+
+def table_cells(table: Table3) -> list[list[str]]:
+    """The md / LaTeX body: one list of display strings per row."""
+    out = []
+    previous_group = None
+    for row in table.rows:
+        shown = shown_settings(row)
+        paper = row.paper
+        out.append(
+            [
+                group_label(row.group) if row.group != previous_group else "",
+                row_label(row),
+                *(fmt_setting(key, shown.get(key)) if key in shown else "" for key, _ in table.columns),
+                result_cell(table, row, "ppl", 2),
+                interval_cell(table, row, "ppl", 2),
+                p_cell(row, "ppl"),
+                paper_cell(row, "ppl", 2),
+                result_cell(table, row, "bleu", 1),
+                interval_cell(table, row, "bleu", 1),
+                p_cell(row, "bleu") if not table.bleu_withheld else "",
+                paper_cell(row, "bleu", 1),
+                fmt_params(row.params),
+                f"{paper.params_m:g}" if paper and paper.params_m else "",  # printed as in the paper
+                row.runs,
+            ]
+        )
+        previous_group = row.group
+    return out

@@ -97,6 +97,11 @@ def table(
         out = plot_table(report, plot)
         # stderr, so `ablate table --format csv --plot t.png > t.csv` keeps the CSV clean
         print(f"plot written to {out}", file=sys.stderr)
+        from ablate.report.curves_plot import plot_curves
+
+        curves = plot_curves(report, Path(plot).with_name(Path(plot).stem + "-curves.png"))
+        if curves is not None:
+            print(f"learning curves written to {curves}", file=sys.stderr)
         if report.search is not None:  # a search sweep: its optimization history beside it
             from ablate.report.search_plot import plot_history
 

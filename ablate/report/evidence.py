@@ -34,6 +34,7 @@ from typing import Any
 from ablate.atomic import atomic_write_json
 from ablate.eval.degeneracy import degenerate_share, is_degenerate
 from ablate.eval.significance import DEFAULT_RESAMPLES, DEFAULT_SEED, Comparison, paired_bleu, paired_ppl
+from ablate.report.learning import attach_learning, base_chrf, translation_note
 from ablate.report.table import Evidence, ReportRow, Table3
 from ablate.rundir import RunDir
 
@@ -232,6 +233,18 @@ def _floor(table: Table3, base_trials: Sequence[Any], dev: DevData) -> None:
             row.learned = row.ppl.mean < LEARNED_RATIO * table.floor
 
 
+def _base_chrf(base_trials: Sequence[Any], dev: DevData) -> float | None:
+    """chrF of base's dev hypotheses (its first finished seed) against the dev references."""
+    done = list(_done_by_seed(base_trials).values())
+    if not done:
+        return None
+    prepared = dev.prepared(done[0].config)
+    hyps = RunDir(done[0].run_dir).read_hypotheses(valid_split(done[0].config))
+    if isinstance(prepared, str) or not hyps:
+        return None
+    return base_chrf(hyps, prepared.raw(valid_split(done[0].config), "tgt"))
+
+
 def _bleu_reason(base: ReportRow, base_trials: Sequence[Any]) -> str | None:
     """Why BLEU figures are withheld for the whole table, or None."""
     if base.bleu is None:
@@ -270,6 +283,9 @@ def attach_evidence(
     dev, cache = DevData(), BootCache(cache_file)
     _floor(table, by_row.get(base.name, []), dev)
     table.bleu_withheld = _bleu_reason(base, by_row.get(base.name, []))
+    attach_learning(table, trials)
+    table.base_chrf = _base_chrf(by_row.get(base.name, []), dev)
+    table.not_translating = translation_note(table.base_chrf)
     base_done = _done_by_seed(by_row.get(base.name, []))
     for row in table.rows:
         if row.is_base or not row.n_done or not base_done:

@@ -15,11 +15,11 @@ without ``--plot`` stays fast.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
-from ablate.report.cells import mark
+from ablate.report.cells import mark, row_label
 from ablate.report.paper import GROUP_TITLES, PAPER
-from ablate.report.render import row_label
 from ablate.report.search_view import title
 from ablate.report.table import ReportRow, Stat, Table3
 
@@ -170,7 +170,8 @@ def plot_table(table: Table3, path: str | Path) -> Path:
     from matplotlib.figure import Figure
 
     rows = [r for r in table.rows if not r.is_base]
-    fig = Figure(figsize=(13, 1.6 + 0.36 * max(len(rows), 1)), layout="constrained")
+    warning = table.not_translating or table.undertrained
+    fig = Figure(figsize=(13, 1.6 + 0.36 * max(len(rows), 1) + (1.2 if warning else 0)), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, 2, sharey=True)
     for ax, metric, better in zip(axes, ("ppl", "bleu"), ("lower is better", "higher is better")):
@@ -182,7 +183,11 @@ def plot_table(table: Table3, path: str | Path) -> Path:
         for y in range(1, len(rows)):
             if rows[y].group != rows[y - 1].group:
                 ax.axhline(y - 0.5, color="#999999", linewidth=0.6, linestyle=":")
-    fig.suptitle(title(table) + ("  (ours vs Vaswani et al. 2017)" if table.has_paper else ""), fontsize=12)
+    head = title(table) + ("  (ours vs Vaswani et al. 2017)" if table.has_paper else "")
+    if warning:  # the figure travels alone (W&B, slides): it says what the table's legend says
+        label = "DOES NOT TRANSLATE YET" if table.not_translating else "UNDERTRAINED"
+        head += "\n" + textwrap.fill(f"{label}: {warning}", 150)
+    fig.suptitle(head, fontsize=12 if not warning else 10)
     _legend(fig, rows, table.has_paper)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -19,58 +19,22 @@ from typing import Any
 from ablate.report.cells import (
     PAIRING,
     drop_paper_columns,
-    fmt_params,
-    fmt_setting,
-    group_label,
-    interval_cell,
     metric_withheld,
     notes,
-    p_cell,
-    paper_cell,
-    result_cell,
-    row_label,
     shown_settings,
-    verdict_legend,
+    table_cells,
 )
 from ablate.report.columns import OTHER_KEY
 from ablate.report.errors import ReportError
 from ablate.report.fidelity import fidelity
-from ablate.report.paper import CITATION, COLUMN_KEYS, COLUMNS
+from ablate.report.learning import STILL_IMPROVING
+from ablate.report.paper import CITATION, COLUMN_KEYS
 from ablate.report.search_view import CSV_FIELDS as SEARCH_CSV_FIELDS
 from ablate.report.search_view import csv_record, legend_lines, spec_record, spec_text, title
 from ablate.report.table import Evidence, ReportRow, Table3
 from ablate.report.terminal import render_text
 
 FORMATS = ("text", "md", "csv", "latex", "json")
-
-
-def _cells(table: Table3) -> list[list[str]]:
-    """The md / LaTeX body: one list of display strings per row."""
-    out = []
-    previous_group = None
-    for row in table.rows:
-        shown = shown_settings(row)
-        paper = row.paper
-        out.append(
-            [
-                group_label(row.group) if row.group != previous_group else "",
-                row_label(row),
-                *(fmt_setting(key, shown.get(key)) if key in shown else "" for key, _ in table.columns),
-                result_cell(table, row, "ppl", 2),
-                interval_cell(table, row, "ppl", 2),
-                p_cell(row, "ppl"),
-                paper_cell(row, "ppl", 2),
-                result_cell(table, row, "bleu", 1),
-                interval_cell(table, row, "bleu", 1),
-                p_cell(row, "bleu") if not table.bleu_withheld else "",
-                paper_cell(row, "bleu", 1),
-                fmt_params(row.params),
-                f"{paper.params_m:g}" if paper and paper.params_m else "",  # printed as in the paper
-                row.runs,
-            ]
-        )
-        previous_group = row.group
-    return out
 
 
 RESULT_HEADERS = [
@@ -110,7 +74,7 @@ def _search_cells(table: Table3, body: list[list[str]]) -> list[str]:
 
 
 def render_md(table: Table3) -> str:
-    body = _cells(table)
+    body = table_cells(table)
     heads, body = drop_paper_columns(table, _search_cells(table, body), body)
     widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(heads)]
     # right-align numbers, as a reader scans them by column; "other changes" and a search's columns are text
@@ -185,6 +149,8 @@ def row_record(row: ReportRow, table: Table3 | None = None) -> dict[str, Any]:
         "paper_bleu": row.paper.bleu if row.paper else None,
         "paper_bleu_delta": pd[1] if pd else None,
         "learned": row.learned,
+        "ppl_last_quarter_drop": _r(row.still_improving),  # share dev PPL fell over the last quarter of training
+        "learning": learning_note(table, row),  # does not translate yet | undertrained | still improving | None
         "params": row.params,
         "paper_params_m": row.paper.params_m if row.paper else None,
         "n_done": row.n_done,
@@ -195,6 +161,17 @@ def row_record(row: ReportRow, table: Table3 | None = None) -> dict[str, Any]:
         "no_bootstrap": {m: ev.why for m, ev in (("ppl", row.ppl_ev), ("bleu", row.bleu_ev)) if ev.why} or None,
         **({"search": row.search.record() if row.search is not None else None} if _tuned(row, table) else {}),
     }
+
+
+def learning_note(table: Table3 | None, row: ReportRow) -> str | None:
+    """One word on whether the model learned the task, for a row of CSV / JSON (the legend has the figures)."""
+    if table is not None and table.not_translating:
+        return "does not translate yet"
+    if table is not None and table.undertrained:
+        return "undertrained (base still improving)"
+    if row.still_improving is not None and row.still_improving > STILL_IMPROVING:
+        return "still improving"
+    return None
 
 
 def _tuned(row: ReportRow, table: Table3 | None) -> bool:
@@ -214,6 +191,9 @@ def render_json(table: Table3) -> str:
         "unigram_floor": _r(table.floor),
         "floor_note": table.floor_note,
         "bleu_withheld": table.bleu_withheld,
+        "undertrained": table.undertrained,  # base still improving when training stopped (None: no)
+        "not_translating": table.not_translating,  # base's outputs are not translations yet (None: they are)
+        "base_chrf": _r(table.base_chrf),
         "rows": [row_record(r, table) for r in table.rows],
         "fidelity": {k: _r(v) if isinstance(v, float) else v for k, v in fidelity(table).as_dict().items()},
         "notes": [*notes(table, fidelity(table)), *legend_lines(table)],
@@ -256,6 +236,8 @@ CSV_FIELDS = [
         )
     ),
     "learned",
+    "ppl_last_quarter_drop",
+    "learning",
     "params",
     "paper_params_m",
     "n_done",
@@ -281,97 +263,16 @@ def render_csv(table: Table3) -> str:
     return buf.getvalue()
 
 
-_LATEX_HEADERS = [
-    "",
-    "",
-    "$N$",
-    "$d_{\\text{model}}$",
-    "$d_{\\text{ff}}$",
-    "$h$",
-    "$d_k$",
-    "$d_v$",
-    "$P_{drop}$",
-    "$\\epsilon_{ls}$",
-    "steps",
-    "pos.",
-    "PPL",
-    "$\\Delta$ 95\\% CI",
-    "$p$",
-    "PPL$_{paper}$",
-    "BLEU",
-    "$\\Delta$ 95\\% CI",
-    "$p$",
-    "BLEU$_{paper}$",
-    "params",
-    "params$_{paper}$",
-    "runs",
-]
+def _latex(table: Table3) -> str:
+    from ablate.report.latex import render_latex
 
-
-# One pass over the characters, so an escape's own backslash and braces are not escaped again.
-_TEX = {
-    "\\": "\\textbackslash{}",
-    "&": "\\&",
-    "%": "\\%",
-    "$": "\\$",
-    "#": "\\#",
-    "_": "\\_",
-    "{": "\\{",
-    "}": "\\}",
-    "~": "\\textasciitilde{}",
-    "^": "\\^{}",
-    "±": "$\\pm$",
-    "…": "\\dots{}",
-    "†": "\\dag{}",
-    "–": "--",
-    "≥": "$\\geq$",
-    "×": "$\\times$",
-    "α": "$\\alpha$",
-    "≈": "$\\approx$",
-    "°": "$^\\circ$",
-    "≤": "$\\leq$",
-    "Δ": "$\\Delta$",
-}
-
-
-def _tex(text: str) -> str:
-    return "".join(_TEX.get(c, c) for c in text)
-
-
-def _latex_headers(table: Table3) -> list[str]:
-    """The paper's ten setting headers in its notation, the table's extra columns as text, then the results."""
-    n = 2 + len(COLUMNS)
-    extra = [_tex(header) for key, header in table.columns if key not in COLUMN_KEYS]
-    return [*_LATEX_HEADERS[:n], *extra, *_LATEX_HEADERS[n:]]
-
-
-def render_latex(table: Table3) -> str:
-    heads, body = drop_paper_columns(table, _latex_headers(table), _cells(table))
-    lines = [
-        "% " + title(table),
-        *([f"% each row at its {spec_text(table.search)}"] if table.search is not None else []),
-        *(f"% tuned {r.name}: {r.search.params_text} ({r.search.counts})" for r in table.rows if r.search),
-        "% needs \\usepackage{booktabs} and \\usepackage{amsmath}",
-        "\\begin{tabular}{ll" + "c" * len(table.columns) + "r" * (len(heads) - 2 - len(table.columns)) + "}",
-        "\\toprule",
-        " & ".join(heads) + " \\\\",
-        "\\midrule",
-    ]
-    for i, cells in enumerate(body):
-        if i and cells[0]:  # a new group starts: rule between groups, as in the paper
-            lines.append("\\midrule")
-        lines.append(" & ".join(_tex(c) for c in cells) + " \\\\")
-    lines += ["\\bottomrule", "\\end{tabular}"]
-    # what the marks mean (level, correction, unit) printed under the table, not only in comments
-    lines += ["", "\\par\\smallskip{\\footnotesize " + _tex(verdict_legend(table)) + "}"]
-    lines += [f"% {note}" for note in (*notes(table, fidelity(table)), *legend_lines(table))]
-    return "\n".join(lines) + "\n"
+    return render_latex(table)
 
 
 RENDERERS: dict[str, Callable[[Table3], str]] = {
     "md": render_md,
     "csv": render_csv,
-    "latex": render_latex,
+    "latex": _latex,
     "json": render_json,
     "text": render_text,
 }

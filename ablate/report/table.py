@@ -113,6 +113,8 @@ class ReportRow:
     ppl_ev: Evidence = field(default_factory=Evidence)  # how sure ppl_delta is (empty on base)
     bleu_ev: Evidence = field(default_factory=Evidence)
     learned: bool | None = None  # PPL below 0.8 x the unigram floor (None: no floor or no PPL)
+    still_improving: float | None = None  # share dev PPL fell over the last quarter of training (mean over seeds)
+    curves: list[list[tuple[int, float]]] = field(default_factory=list)  # (step, dev PPL) per finished seed
     search: Any = None  # a search sweep's row: its ablate.report.search_view.TunedRow (None: a grid row)
 
     @property
@@ -161,6 +163,9 @@ class Table3:
     floor: float | None = None  # dev PPL of a unigram model of the training targets (None: unknown)
     floor_note: str | None = None  # why there is no floor
     bleu_withheld: str | None = None  # why BLEU figures are withheld (base BLEU < 1, degenerate output)
+    undertrained: str | None = None  # base was still improving when training stopped (ablate.report.learning)
+    not_translating: str | None = None  # base's dev outputs are not translations yet: no verdicts
+    base_chrf: float | None = None  # base's dev chrF (sacreBLEU), the figure behind not_translating
     search: Any = None  # a search sweep's SearchSpec: each row at its best config (ablate.report.search_view)
 
     @property

@@ -82,8 +82,14 @@ def decide(table: Any, correction: str = DEFAULT_CORRECTION, margins: Mapping[st
     table.correction = correction
     table.margins = dict(DEFAULT_MARGINS if margins is None else margins)
     _seed_tests(table)
+    for row in table.rows:  # a table decided again (other alpha, correction, evidence) starts clean
+        for metric in ("ppl", "bleu"):
+            ev = getattr(row, f"{metric}_ev")
+            ev.unit = ev.p_adjusted = ev.p_equiv_adjusted = ev.verdict = None
+    silent = bool(getattr(table, "not_translating", None))  # outputs are not translations yet: no verdicts
     for metric in ("ppl", "bleu"):
-        rows = [r for r in table.rows if not r.is_base and _test_of(getattr(r, f"{metric}_ev")) is not None]
+        ok = [r for r in table.rows if not r.is_base and _test_of(getattr(r, f"{metric}_ev")) is not None]
+        rows = [] if silent else ok
         tests = [_test_of(getattr(r, f"{metric}_ev")) for r in rows]
         adjusted = adjust([t.p_value for _, t in tests], correction)
         eq_rows = [i for i, (_, t) in enumerate(tests) if getattr(t, "p_equiv", None) is not None]

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from ablate.atomic import atomic_write_json
+from ablate.report.cells import fmt_setting
 from ablate.report.fidelity import fidelity
 from ablate.report.paper import COLUMN_KEYS
-from ablate.report.render import fmt_setting, row_record
+from ablate.report.render import row_record
 from ablate.report.search_view import spec_record
 from ablate.report.table import Table3
 from ablate.tracking import wandb_mode

@@ -34,13 +34,13 @@ EXPECTED_MD = """\
 """  # noqa: E501
 
 EXPECTED_CSV = """\
-group,row,paper,N,d_model,d_ff,h,d_k,d_v,P_drop,eps_ls,train_steps,positional,ppl,ppl_std,ppl_n,ppl_delta,ppl_delta_boot,ppl_delta_low,ppl_delta_high,ppl_p_boot,ppl_p_seeds,ppl_seeds_delta,ppl_seeds_low,ppl_seeds_high,ppl_p_adjusted,ppl_unit,ppl_verdict,ppl_significant,paper_ppl,paper_ppl_delta,bleu,bleu_std,bleu_n,bleu_delta,bleu_delta_boot,bleu_delta_low,bleu_delta_high,bleu_p_boot,bleu_p_seeds,bleu_seeds_delta,bleu_seeds_low,bleu_seeds_high,bleu_p_adjusted,bleu_unit,bleu_verdict,bleu_significant,paper_bleu,paper_bleu_delta,learned,params,paper_params_m,n_done,n_trials,status,correction
-base,base,base,3,64,256,8,8,8,0.1,0.1,300,sinusoidal,5.2667,0.3055,3,,,,,,,,,,,,,,4.92,,20.5,0.5,3,,,,,,,,,,,,,,25.8,,,478208,65,3,3,done,holm
-A,h=1,A1,,,,1,64,64,,,,,5.5,,1,0.2333,,,,,,,,,,,,,5.29,0.37,19.0,,1,-1.5,,,,,,,,,,,,,24.9,-0.9,,478208,,1,3,partial,holm
-B,d_k=2,B1,,,,,2,,,,,,,,0,,,,,,,,,,,,,,5.16,0.24,,,0,,,,,,,,,,,,,,25.1,-0.7,,421952,58,0,1,waiting,holm
-C,N=1,C1,1,,,,,,,,,,,,0,,,,,,,,,,,,,,6.11,1.19,,,0,,,,,,,,,,,,,,23.7,-2.1,,244864,36,0,1,failed,holm
-E,learned pos,E,,,,,,,,,,learned,5.1,,1,-0.1667,,,,,,,,,,,,,4.92,0.0,20.4,,1,-0.1,,,,,,,,,,,,,25.7,-0.1,,510976,,1,1,done,holm
-E,rope,,,,,,,,,,,rope,4.9,,1,-0.3667,,,,,,,,,,,,,,,21.0,,1,0.5,,,,,,,,,,,,,,,,478208,,1,1,done,holm
+group,row,paper,N,d_model,d_ff,h,d_k,d_v,P_drop,eps_ls,train_steps,positional,ppl,ppl_std,ppl_n,ppl_delta,ppl_delta_boot,ppl_delta_low,ppl_delta_high,ppl_p_boot,ppl_p_seeds,ppl_seeds_delta,ppl_seeds_low,ppl_seeds_high,ppl_p_adjusted,ppl_unit,ppl_verdict,ppl_significant,paper_ppl,paper_ppl_delta,bleu,bleu_std,bleu_n,bleu_delta,bleu_delta_boot,bleu_delta_low,bleu_delta_high,bleu_p_boot,bleu_p_seeds,bleu_seeds_delta,bleu_seeds_low,bleu_seeds_high,bleu_p_adjusted,bleu_unit,bleu_verdict,bleu_significant,paper_bleu,paper_bleu_delta,learned,ppl_last_quarter_drop,learning,params,paper_params_m,n_done,n_trials,status,correction
+base,base,base,3,64,256,8,8,8,0.1,0.1,300,sinusoidal,5.2667,0.3055,3,,,,,,,,,,,,,,4.92,,20.5,0.5,3,,,,,,,,,,,,,,25.8,,,,,478208,65,3,3,done,holm
+A,h=1,A1,,,,1,64,64,,,,,5.5,,1,0.2333,,,,,,,,,,,,,5.29,0.37,19.0,,1,-1.5,,,,,,,,,,,,,24.9,-0.9,,,,478208,,1,3,partial,holm
+B,d_k=2,B1,,,,,2,,,,,,,,0,,,,,,,,,,,,,,5.16,0.24,,,0,,,,,,,,,,,,,,25.1,-0.7,,,,421952,58,0,1,waiting,holm
+C,N=1,C1,1,,,,,,,,,,,,0,,,,,,,,,,,,,,6.11,1.19,,,0,,,,,,,,,,,,,,23.7,-2.1,,,,244864,36,0,1,failed,holm
+E,learned pos,E,,,,,,,,,,learned,5.1,,1,-0.1667,,,,,,,,,,,,,4.92,0.0,20.4,,1,-0.1,,,,,,,,,,,,,25.7,-0.1,,,,510976,,1,1,done,holm
+E,rope,,,,,,,,,,,rope,4.9,,1,-0.3667,,,,,,,,,,,,,,,21.0,,1,0.5,,,,,,,,,,,,,,,,,,478208,,1,1,done,holm
 """  # noqa: E501
 
 BASE_SETTINGS = {"N": 3, "d_model": 64, "d_ff": 256, "h": 8, "d_k": 8, "d_v": 8, "P_drop": 0.1, "eps_ls": 0.1,
@@ -55,6 +55,7 @@ def _row(group: str, row: str, paper: str | None, changed: dict[str, Any], **val
         "bleu": None, "bleu_std": None, "bleu_delta": None, "paper_bleu": None, "paper_bleu_delta": None,
         "params": 478208, "paper_params_m": None, "n_done": 1, "n_trials": 1, "status": "done", "failures": [],
         "learned": None, "no_bootstrap": None, "ppl_n": None, "bleu_n": None, "correction": "holm",
+        "ppl_last_quarter_drop": None, "learning": None,
     }  # fmt: skip
     for m in ("ppl", "bleu"):  # no run directories here: no bootstrap; one seed: no Welch
         rec[f"{m}_significant"] = None
@@ -113,6 +114,9 @@ EXPECTED_JSON = {
     "unigram_floor": None,
     "floor_note": None,
     "bleu_withheld": None,
+    "undertrained": None,
+    "not_translating": None,
+    "base_chrf": None,
     "fidelity": {"spearman_ppl": 0.866, "n_ppl": 3, "spearman_bleu": 1.0, "n_bleu": 3, "sign_agree_ppl": 1,
                  "sign_n_ppl": 1, "sign_significant_ppl": 0, "sign_agree_bleu": 2, "sign_n_bleu": 2,
                  "sign_significant_bleu": 0, "sign_min_paper_delta_ppl": 0.1, "sign_min_paper_delta_bleu": 0.1,

@@ -1,0 +1,103 @@
+"""Has the table's model learned the task? Two checks beside the unigram floor and the degeneracy guard.
+
+- **Still improving when training stopped.** From the validations a trial logged (``metrics.csv``): the
+  share by which dev PPL fell over the last quarter of training (from the last validation at or before
+  3/4 of the final step to the final one), averaged over the row's seeds. Above
+  :data:`STILL_IMPROVING` the row is marked; when base is one, the whole table says "undertrained":
+  its differences measure how fast each architecture learns, not what it can learn.
+- **Not translating yet.** Base's dev chrF (sacreBLEU's character n-gram F-score, which still moves
+  where BLEU is near zero) below :data:`MIN_BASE_CHRF`: the outputs are not yet translations of their
+  sources, so no row gets a verdict (PPL figures stay, unmarked); BLEU is withheld as before.
+
+Both are stated with their figures in every format (ablate.report.cells, render, plot).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from ablate.rundir import RunDir
+
+STILL_IMPROVING = 0.05  # dev PPL still falling by more than 5% over the last quarter of training
+MIN_BASE_CHRF = 25.0  # below this base chrF, the dev outputs are not translations yet
+
+
+def curve(run_dir: str) -> list[tuple[int, float]]:
+    """(step, dev PPL) of every validation a run logged, in step order (empty when none)."""
+    path = RunDir(run_dir).path / "metrics.csv"
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = [(r.get("step"), r.get("val/ppl")) for r in csv.DictReader(f)]
+    except OSError:
+        return []
+    out: dict[int, float] = {}
+    for step, ppl in rows:
+        try:
+            if ppl not in (None, ""):
+                out[int(float(step or 0))] = float(ppl)
+        except ValueError:
+            continue
+    return sorted(out.items())
+
+
+def last_quarter(points: Sequence[tuple[int, float]]) -> tuple[float, int, int] | None:
+    """(share dev PPL fell, from step, to step): from the last validation at or before 3/4 of the final
+    step to the final validation (negative: it rose); None without a validation in the first three
+    quarters (coarse validations make the span longer than a quarter: the steps say how long)."""
+    if len(points) < 2:
+        return None
+    final_step, final = points[-1]
+    earlier = [(s, p) for s, p in points if 0 < s <= 0.75 * final_step]
+    if not earlier or not math.isfinite(earlier[-1][1]) or earlier[-1][1] <= 0:
+        return None
+    step, ppl = earlier[-1]
+    return (ppl - final) / ppl, step, final_step
+
+
+def attach_learning(table: Any, trials: Sequence[Any]) -> None:
+    """Set each row's ``still_improving`` (the mean last-quarter drop over its finished seeds, or None) and
+    the table's ``undertrained`` note when base's drop is above :data:`STILL_IMPROVING`."""
+    by_row: dict[str, list[tuple[float, int, int]]] = {}
+    curves: dict[str, list[list[tuple[int, float]]]] = {}
+    for t in trials:
+        if getattr(t, "state", None) == "done" and getattr(t, "run_dir", None):
+            points = curve(t.run_dir)
+            curves.setdefault(t.row, []).append(points)
+            found = last_quarter(points)
+            if found is not None:
+                by_row.setdefault(t.row, []).append(found)
+    for row in table.rows:
+        row.curves = curves.get(row.name, [])
+        drops = by_row.get(row.name)
+        row.still_improving = sum(d for d, _, _ in drops) / len(drops) if drops else None
+    base = table.base
+    if base is not None and base.still_improving is not None and base.still_improving > STILL_IMPROVING:
+        _, start, end = by_row[base.name][0]
+        table.undertrained = (
+            f"base's dev PPL still fell {base.still_improving:.1%} from step {start} to {end} (the last validations; "
+            f"> {STILL_IMPROVING:.0%} over the last quarter of training): differences measure learning speed, "
+            "not capacity"
+        )
+
+
+def base_chrf(hyps: Sequence[str], refs: Sequence[str]) -> float | None:
+    """sacreBLEU's corpus chrF of base's dev hypotheses against their references (the first len(hyps))."""
+    n = min(len(hyps), len(refs))
+    if n == 0:
+        return None
+    from sacrebleu.metrics import CHRF
+
+    return float(CHRF().corpus_score(list(hyps[:n]), [list(refs[:n])]).score)
+
+
+def translation_note(chrf: float | None) -> str | None:
+    """The table's "does not translate yet" note for base's chrF, or None."""
+    if chrf is None or chrf >= MIN_BASE_CHRF:
+        return None
+    return (
+        f"base's dev chrF is {chrf:.1f} (< {MIN_BASE_CHRF:g}): its outputs are not translations yet, so no row "
+        "is marked; the PPL figures show how far each got"
+    )
