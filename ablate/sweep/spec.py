@@ -231,8 +231,8 @@ def _make_trial(
         layers.append(("command line", list(cli)))
     layers.append((f"{sf.path}: seeds", {"train": {"seed": seed}}))
     logging: dict[str, Any] = {"group": sf.name, "name": label, "tags": [t for t in (group,) if t]}
-    if search:
-        logging["job_type"] = str(search.get("phase", "search"))
+    # W&B job type: "trial" for a grid row's run, a search's phase (search | final) for a search's
+    logging["job_type"] = str(search.get("phase", "search")) if search else "trial"
     for key, target in (("project", "project"), ("entity", "entity"), ("mode", "wandb")):
         if sf.wandb.get(key):
             logging[target] = sf.wandb[key]

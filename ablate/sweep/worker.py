@@ -51,6 +51,7 @@ def _stored_config(store: SweepStore, attrs: dict[str, Any]) -> Any:
     from ablate.config import from_dict
 
     sattrs = store.study_attrs()
+    os.environ.setdefault("ABLATE_SWEEP_DIR", str(sattrs.get("import_path", ".")))  # for the run's provenance
     import_plugins(sattrs.get("imports", []), Path(sattrs.get("import_path", ".")), "sweep imports")
     return from_dict(attrs["config"], source=f"trial {attrs['row']!r} (stored config)")
 

@@ -15,6 +15,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
+import lightning.pytorch as pl
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from omegaconf import DictConfig
@@ -93,3 +94,20 @@ def build_loggers(cfg: DictConfig, run_dir: Path, run_id: str, resume_step: int 
             )
         )
     return loggers
+
+
+class DefineMetrics(pl.Callback):
+    """W&B's run table shows each metric's summary: the best dev PPL and NLL (min) and BLEU (max), not the
+    last value logged; the val/* series are plotted against the training step (WandbLogger's own
+    ``trainer/global_step``)."""
+
+    SUMMARIES = {"val/ppl": "min", "val/nll": "min", "val/bleu": "max", "train/loss": "min"}
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if not trainer.is_global_zero:
+            return
+        for logger in trainer.loggers:
+            if type(logger).__name__ == "WandbLogger":
+                run = logger.experiment
+                for name, summary in self.SUMMARIES.items():
+                    run.define_metric(name, step_metric="trainer/global_step", summary=summary)

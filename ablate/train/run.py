@@ -121,7 +121,7 @@ def train(
     fast_path(cfg, trainer)  # on a GPU: TF32, and which attention kernel the trial's shapes get
     if trainer.is_global_zero:
         rd.remove_stale_temps()  # of a killed writer (e.g. .last.ckpt.tmp-PID); nothing of ours is being written
-        rd.write_provenance(provenance(cfg, trainer, resumed=resume_step is not None))
+        rd.write_provenance(provenance(cfg, trainer, resumed=resume_step is not None, run_dir=rd.path))
     status, metrics = "failed", {}
     try:
         t_fit = time.monotonic()
@@ -222,6 +222,10 @@ def _finish_wandb(trainer: Any, status: str) -> None:
                 logger.experiment.mark_preempting()
                 logger.experiment.finish(exit_code=0)
             except Exception:  # noqa: BLE001 - the rows it had are on disk; the resumed run continues the id
+                pass
+            try:  # tear W&B down now, or its atexit hook prints a traceback talking to the dead service
+                wandb.teardown(exit_code=0)
+            except Exception:  # noqa: BLE001 - the same: nothing is lost, the requeued job resumes the run
                 pass
 
 

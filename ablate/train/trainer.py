@@ -19,7 +19,7 @@ from ablate.eval.corpus import bleu_set
 from ablate.eval.settings import DecodeSettings
 from ablate.rundir import RunDir
 from ablate.train.callbacks import AtomicCheckpointIO, FinishWithValidation, LastCheckpoint, ResumeConsistency
-from ablate.train.loggers import build_loggers
+from ablate.train.loggers import DefineMetrics, build_loggers
 from ablate.train.monitor import RunMonitor
 from ablate.train.preempt import check as check_preempted
 from ablate.train.preempt import reinstall as take_stop_signals
@@ -54,7 +54,8 @@ def build_callbacks(cfg: DictConfig, rd: RunDir, prepared: Any) -> tuple[list[pl
         save_last=False,
     )
     last = LastCheckpoint(rd.checkpoints, t.checkpoint_every_steps)
-    return [ResumeConsistency(), monitor, FinishWithValidation(), dev_bleu, best, last, StopOnPreempt(last)], monitor
+    callbacks = [ResumeConsistency(), DefineMetrics(), monitor, FinishWithValidation(), dev_bleu, best, last]
+    return [*callbacks, StopOnPreempt(last)], monitor
 
 
 class StopOnPreempt(Checkpoint):
