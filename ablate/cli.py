@@ -81,6 +81,12 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     return plan(args.sweep, effect=args.effect, power=args.power, alpha=args.alpha, correction=args.correction)
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from ablate.report.commands import compare
+
+    return compare(args.sweeps, fmt=args.format, plot=args.plot, alpha=args.alpha, correction=args.correction)
+
+
 def _cmd_status(args: argparse.Namespace) -> int:
     from ablate.sweep.commands import status
 
@@ -186,6 +192,16 @@ def _add_report_commands(sub: argparse._SubParsersAction) -> None:
         help="error control over the table's rows: holm (family-wise, default), bh (false discovery rate), none",
     )
     s.set_defaults(func=_cmd_table)
+
+    s = sub.add_parser("compare", help="the same rows in two or more sweeps side by side: do the effects transfer?")
+    s.add_argument("sweeps", nargs="+", help="two or more sweep files (rows matched by name, else paper key)")
+    s.add_argument("--format", default="text", choices=["text", "md", "csv", "json"], help="output format")
+    s.add_argument(
+        "--plot", default=None, metavar="PNG", help="also plot the first sweep's effects against the second's"
+    )
+    s.add_argument("--alpha", type=float, default=0.05, help="significance level of the verdicts (default 0.05)")
+    s.add_argument("--correction", default="holm", choices=["holm", "bh", "none"], help="as in `ablate table`")
+    s.set_defaults(func=_cmd_compare)
 
     s = sub.add_parser("plan", help="seeds each row needs to decide a PPL change, from a pilot's seed spread")
     s.add_argument("sweep", help="sweep file (its finished trials give the seed spread)")

@@ -217,3 +217,36 @@ def plan(
     rows = plan_rows(report, cost, effect, power, alpha, correction)
     print("\n".join(plan_lines(rows, effect, power, alpha, correction)))
     return 0
+
+
+def compare(
+    sweep_paths: list[str],
+    fmt: str = "text",
+    plot: str | Path | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    correction: str = DEFAULT_CORRECTION,
+) -> int:
+    """``ablate compare``: the rows of two or more sweeps side by side (ablate.report.compare)."""
+    from ablate.report.compare import compare_tables
+    from ablate.report.compare_render import plot_compare, render_compare
+
+    if len(sweep_paths) < 2:
+        raise ReportError(
+            "ablate compare needs two or more sweep files (e.g. sweeps/table3-mini.yaml sweeps/table3-multi30k.yaml)"
+        )
+    if fmt not in ("text", "md", "csv", "json"):
+        raise ReportError(f"unknown format {fmt!r} (valid: text, md, csv, json)")
+    if plot is not None and Path(plot).suffix.lower() != ".png":
+        raise ReportError(f"--plot {plot}: the plot is written as PNG; give a file name ending in .png")
+    _check_alpha(alpha)
+    tables = []
+    for path in sweep_paths:
+        opened = open_sweep(path)
+        if not opened.store.exists():
+            raise ReportError(f"{path}: sweep {opened.sweep.name} has no results yet; run `ablate sweep {path}` first")
+        tables.append(load_table(opened.sweep, alpha, opened.store, correction))
+    comp = compare_tables(tables)
+    sys.stdout.write(render_compare(comp, fmt))
+    if plot is not None:
+        print(f"plot written to {plot_compare(comp, plot)}", file=sys.stderr)
+    return 0

@@ -1,0 +1,75 @@
+"""ablate compare on two tiny finished sweeps (real stores, really prepared data, dev outputs written by
+hand) whose rows have known effects: one transfers, one is equivalent in both, one flips sign."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from real_sweep import finish_by_hand, prepare, write_sweep
+
+from ablate.cli import main
+
+ROWS = [
+    {"name": "base", "group": "base", "paper": "base"},
+    {"name": "r1", "group": "X", "overrides": ["model.d_ff=48"]},
+    {"name": "r2", "group": "X", "overrides": ["model.dropout=0.2"]},
+    {"name": "r3", "group": "X", "overrides": ["train.label_smoothing=0.0"]},
+]
+# nats per token of each row, per sweep (base 2.0): r1 better in both, r2 = base in both, r3 flips
+PER_TOKEN = {"A": {"r1": 1.5, "r3": 2.5}, "B": {"r1": 1.6, "r3": 1.5}}
+
+
+def _outputs(sweep: str):
+    def outputs(row: str, seed: int, refs: list[str], tokens: list[int]) -> tuple[list[str], list[float]]:
+        rng = np.random.default_rng(seed)
+        per = PER_TOKEN[sweep].get(row, 2.0)
+        nll = [float(n * per * (1 + 0.02 * seed)) + float(rng.uniform(0, 0.1)) for n in tokens]
+        return list(refs[:40]), nll
+
+    return outputs
+
+
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    cache = tmp_path_factory.mktemp("compare-data") / "cache"
+    out = []
+    for name in ("A", "B"):
+        path = write_sweep(tmp_path_factory.mktemp(name), name, cache, ROWS)
+        finish_by_hand(path, prepare(path), _outputs(name))
+        out.append(path)
+    return out
+
+
+def test_compare_gives_effects_verdicts_and_agreement(sweeps: list[Path], capsys) -> None:
+    assert main(["compare", *map(str, sweeps), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = {r["row"]: r for r in data["rows"]}
+    assert set(rows) == {"r1", "r2", "r3"} and data["sweeps"] == ["A", "B"]
+    assert rows["r1"]["A:ppl_change"] == pytest.approx(np.exp(-0.5) - 1, abs=0.01)
+    assert (rows["r1"]["A:verdict"], rows["r1"]["B:verdict"]) == ("better", "better")
+    assert (rows["r2"]["A:verdict"], rows["r2"]["B:verdict"]) == ("equivalent", "equivalent")
+    assert (rows["r3"]["A:verdict"], rows["r3"]["B:verdict"]) == ("worse", "better")
+    assert rows["r3"]["A:unit"] == "seeds" and rows["r3"]["A:ppl_low"] is not None
+    pair = data["agreement"][0]
+    assert (pair["sweep"], pair["against"], pair["n"]) == ("A", "B", 3)
+    assert pair["spearman_ppl"] == pytest.approx(-0.5) and (pair["sign_agree"], pair["sign_n"]) == (1, 2)
+    assert pair["verdicts_disagree"] == ["r3 (worse vs better)"]
+
+
+def test_compare_text_md_csv_and_plot(sweeps: list[Path], capsys, tmp_path: Path) -> None:
+    assert main(["compare", *map(str, sweeps), "--plot", str(tmp_path / "c.png")]) == 0
+    text = capsys.readouterr().out
+    assert "A vs B: PPL Spearman -0.50 (n=3), same sign 1/2; verdicts disagree: r3 (worse vs better)" in text
+    assert (tmp_path / "c.png").stat().st_size > 10_000
+    assert main(["compare", *map(str, sweeps), "--format", "md"]) == 0
+    assert capsys.readouterr().out.startswith("## Does it transfer? A vs B")
+    assert main(["compare", *map(str, sweeps), "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("row,paper_ppl_change,A:ppl_change")
+
+
+def test_compare_needs_two_finished_sweeps(sweeps: list[Path], capsys, tmp_path: Path) -> None:
+    assert main(["compare", str(sweeps[0])]) == 2
+    assert "two or more sweep files" in capsys.readouterr().err
