@@ -144,6 +144,10 @@ BUILTIN: dict[str, dict[str, Variant]] = {
         ("gelu", "d_model d_ff", ffn_params),
         ("swiglu", "d_model d_ff d_inner", glu_params),
         ("geglu", "d_model d_ff d_inner", glu_params),
+        ("relu2", "d_model d_ff", ffn_params),
+        ("glu", "d_model d_ff d_inner", glu_params),
+        ("reglu", "d_model d_ff d_inner", glu_params),
+        ("liglu", "d_model d_ff d_inner", glu_params),
     ),
     "residual": _variants(
         ("post", "norms dropout", no_params, 1, False),

@@ -1,8 +1,10 @@
 """Position-wise feed-forward networks: the ``ffn`` registry (section 3.3).
 
 Registered here: ``relu`` (the paper's FFN(x) = max(0, x W1 + b1) W2 + b2, inner width d_ff),
-``gelu`` (the same block with GELU), and the gated linear units ``swiglu`` and ``geglu`` (Shazeer
-2020). A gated block has three matrices, so by default its inner width is 2/3 d_ff, which keeps its
+``gelu`` (the same block with GELU), ``relu2`` (squared ReLU, So et al. 2021, "Primer"), and the
+gated linear units of Shazeer (2020), "GLU Variants Improve Transformer": ``glu`` (sigmoid gate, the
+original of Dauphin et al. 2017), ``reglu``, ``geglu``, ``swiglu`` and ``liglu`` (no non-linearity:
+the bilinear layer). A gated block has three matrices, so by default its inner width is 2/3 d_ff, which keeps its
 parameter count at the relu block's (up to rounding); ``args: {d_inner: N}`` sets the width directly.
 
 Protocol: a class is constructed with ``d_model, d_ff`` (plus the slot's ``args``), maps ``[..., D]``
@@ -11,6 +13,7 @@ to ``[..., D]``, and ``num_params(d_model, d_ff, ...)`` gives its parameter coun
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -81,3 +84,43 @@ class GeGLU(SwiGLU):
 
     def gate(self, g: Tensor) -> Tensor:
         return F.gelu(g)
+
+
+@FFN.register("relu2")
+class ReluSquaredFFN(ReluFFN):
+    """The paper's FFN with the ReLU squared, max(0, x W1 + b1)^2 (So et al. 2021, "Primer")."""
+
+    num_params = staticmethod(ffn_params)
+
+    def activation(self, h: Tensor) -> Tensor:
+        return F.relu(h).square()
+
+
+@FFN.register("glu")
+class GLU(SwiGLU):
+    """(sigmoid(x W) * x V) W2: the original gated linear unit (Dauphin et al. 2017; Shazeer 2020)."""
+
+    num_params = staticmethod(glu_params)
+
+    def gate(self, g: Tensor) -> Tensor:
+        return torch.sigmoid(g)
+
+
+@FFN.register("reglu")
+class ReGLU(SwiGLU):
+    """(ReLU(x W) * x V) W2 (Shazeer 2020)."""
+
+    num_params = staticmethod(glu_params)
+
+    def gate(self, g: Tensor) -> Tensor:
+        return F.relu(g)
+
+
+@FFN.register("liglu")
+class LiGLU(SwiGLU):
+    """(x W * x V) W2: the bilinear layer, a gate with no non-linearity (Shazeer 2020's "Bilinear")."""
+
+    num_params = staticmethod(glu_params)
+
+    def gate(self, g: Tensor) -> Tensor:
+        return g
