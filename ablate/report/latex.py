@@ -80,7 +80,9 @@ def render_latex(table: Table3) -> str:
         "% " + title(table),
         *([f"% each row at its {spec_text(table.search)}"] if table.search is not None else []),
         *(f"% tuned {r.name}: {r.search.params_text} ({r.search.counts})" for r in table.rows if r.search),
-        "% needs \\usepackage{booktabs} and \\usepackage{amsmath}",
+        "% needs \\usepackage{booktabs}, \\usepackage{amsmath} and \\usepackage{graphicx}",
+        # 24 columns are wider than a landscape page even at \\tiny: scaled to the text width
+        "\\resizebox{\\linewidth}{!}{%",
         "\\begin{tabular}{ll" + "c" * len(table.columns) + "r" * (len(heads) - 2 - len(table.columns)) + "}",
         "\\toprule",
         " & ".join(heads) + " \\\\",
@@ -90,7 +92,7 @@ def render_latex(table: Table3) -> str:
         if i and cells[0]:  # a new group starts: rule between groups, as in the paper
             lines.append("\\midrule")
         lines.append(" & ".join(_tex(c) for c in cells) + " \\\\")
-    lines += ["\\bottomrule", "\\end{tabular}"]
+    lines += ["\\bottomrule", "\\end{tabular}}"]
     # what the marks mean (level, correction, unit) printed under the table, not only in comments
     lines += ["", "\\par\\smallskip{\\footnotesize " + _tex(verdict_legend(table)) + "}"]
     lines += [f"% {note}" for note in (*notes(table, fidelity(table)), *legend_lines(table))]

@@ -149,6 +149,22 @@ def test_latex_has_every_row_escaped_and_rules_between_groups(snapshot_results) 
     assert "d_k=2" not in tex.replace("d\\_k=2", "")  # no unescaped underscore from a row name
 
 
+def test_latex_fits_the_page_and_compiles_where_pdflatex_is(snapshot_results, tmp_path) -> None:
+    import shutil
+    import subprocess
+
+    tex = render(build_table(snapshot_results, name="snap"), "latex")
+    assert "\\resizebox{\\linewidth}{!}{%" in tex and tex.count("\\end{tabular}}") == 1  # scaled to the text width
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex is not installed here: the LaTeX is checked as text only")
+    doc = "\\documentclass[landscape]{article}\\usepackage{booktabs,amsmath,graphicx}\\begin{document}\n"
+    (tmp_path / "t.tex").write_text(doc + tex + "\\end{document}\n")
+    done = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "t.tex"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and "Overfull \\hbox" not in done.stdout, done.stdout[-2000:]
+
+
 def test_rows_follow_the_sweep_order_and_rows_not_in_the_store_show_as_waiting(make_trial) -> None:
     results = [make_trial("h=4", "A", "A2", ppl=5.0, bleu=20.0, **{"model.n_heads": 4}),
                make_trial("base", "base", "base", ppl=5.2, bleu=19.5)]  # fmt: skip
