@@ -33,6 +33,8 @@ class TrialLine:
     trial_id: str = ""
     phase: str = ""  # a search trial's phase: search | final ("" in a grid)
     name: str = ""  # what a line calls the trial: the row, plus "#n" for a search trial or "best" for its re-run
+    startup_s: float | None = None  # a finished trial's process start-up before training (from its metrics)
+    eval_s: float | None = None  # a finished trial's final evaluation
 
 
 def trial_line(v: TrialView) -> TrialLine:
@@ -56,7 +58,13 @@ def trial_line(v: TrialView) -> TrialLine:
         trial_id=v.trial_id,
         name=_name(v),
         phase=str(v.trial.search.get("phase", "")),
+        startup_s=_seconds(metrics.get("startup_s")),
+        eval_s=_seconds(metrics.get("eval_time_s")),
     )
+
+
+def _seconds(x: object) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
 
 
 def _name(v: TrialView) -> str:
@@ -78,14 +86,19 @@ def title(name: str, trials: Sequence[TrialView]) -> str:
 def sweep_eta(lines: Sequence[TrialLine], unsampled: int = 0) -> float | None:
     """Seconds until the sweep ends, roughly: the running trials' ETAs plus the waiting trials (and a
     search's ``unsampled`` ones) at the mean duration of a trial, spread over as many slots as trials
-    run now. None until it can be told."""
-    spans = [ln.elapsed_s for ln in lines if ln.state == "done" and ln.elapsed_s]
+    run now. A finished trial's duration counts its process start-up and its final evaluation as measured
+    (the training ETA alone left both out: about half of the whole under load); a running trial's ETA
+    adds the mean evaluation. None until it can be told."""
+    done = [ln for ln in lines if ln.state == "done" and ln.elapsed_s]
+    spans = [ln.elapsed_s + (ln.startup_s or 0.0) for ln in done]
+    evals = [ln.eval_s for ln in done if ln.eval_s is not None]
+    finish = sum(evals) / len(evals) if evals else 0.0  # the final evaluation a running trial still has ahead
     running = [ln for ln in lines if ln.state == "running"]
     spans = spans or [ln.elapsed_s + ln.eta_s for ln in running if ln.elapsed_s is not None and ln.eta_s is not None]
     if not spans:
         return None
     mean = sum(spans) / len(spans)
-    left = [ln.eta_s if ln.eta_s is not None else max(mean - (ln.elapsed_s or 0.0), 0.0) for ln in running]
+    left = [ln.eta_s + finish if ln.eta_s is not None else max(mean - (ln.elapsed_s or 0.0), 0.0) for ln in running]
     waiting = sum(ln.state == "waiting" for ln in lines) + unsampled
     return (sum(left) + waiting * mean) / max(1, len(running))
 

@@ -159,6 +159,19 @@ def test_progress_shows_a_dash_before_the_first_validation(write_sweep, tmp_path
     assert sweep_eta(lines) == pytest.approx(40 + 60)  # the running one's ETA + one more at its span
 
 
+def test_sweep_eta_counts_start_up_and_evaluation_as_measured() -> None:
+    from ablate.sweep.progress import TrialLine, sweep_eta
+
+    def line(state: str, **kw) -> TrialLine:
+        base = dict(row="r", seed=1, state=state, attempts=1, step=None, max_steps=None, ppl=None, failure=None)
+        return TrialLine(**{**base, "elapsed_s": None, "eta_s": None, **kw})
+
+    done = line("done", elapsed_s=100.0, startup_s=20.0, eval_s=10.0)  # 120 s a trial, 10 of them evaluating
+    running = line("running", elapsed_s=30.0, eta_s=50.0)  # training ETA only
+    # the running one: 50 s of training + 10 s of evaluation; two waiting ones at 120 s each, on one slot
+    assert sweep_eta([done, running, line("waiting"), line("waiting")]) == pytest.approx(60 + 2 * 120)
+
+
 def test_piped_progress_prints_the_tally_and_eta_regularly(write_sweep, capsys, monkeypatch):
     from ablate.sweep.progress import ProgressView
     from ablate.sweep.state import TrialView

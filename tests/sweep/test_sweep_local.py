@@ -78,9 +78,11 @@ def test_sweep_runs_every_trial_once_and_a_rerun_launches_nothing(write_sweep, f
     assert "4 done, 0 running, 0 waiting, 2 failed" in status and "loss became NaN" in status
 
 
-def test_a_crash_is_retried_and_resumes_in_the_same_run_dir(write_sweep, fake_trainer):
+def test_a_crash_is_retried_and_resumes_in_the_same_run_dir(write_sweep, fake_trainer, capsys):
     path = write_sweep(rows=[{"name": "flaky", "group": "A"}], fake={"flaky": {"crash_once": True}})
     assert main(["sweep", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "retrying flaky seed 1 (1/2): RuntimeError: fake trainer crashed on purpose" in out  # said in the view
     (r,) = load_results(path)
     assert r.state == "done" and r.n_attempts == 2
     assert [c["start"] for c in calls(r.run_dir)] == [0, 0]

@@ -89,7 +89,9 @@ class Launcher:
         """Attempts of this sweep's trials that are WAITING or RUNNING."""
         return [a for v in self.trials() for a in v.attempts if a.state in ("WAITING", "RUNNING")]
 
-    def retry_failed(self, first: bool) -> None:
+    def retry_failed(self, first: bool) -> list[str]:
+        """New attempts for failed trials; returns one line per retry made while the sweep runs (for the view)."""
+        said = []
         for v in self.trials():
             last = v.deciding
             if v.state != "failed" or last is None or last.kind in FINAL_KINDS:
@@ -99,6 +101,10 @@ class Launcher:
             elif last.kind not in NO_AUTO_RETRY and self.retries[last.ablate_id] < self.sweep.max_retries:
                 if self.store.retry(last):
                     self.retries[last.ablate_id] += 1
+                    n = self.retries[last.ablate_id]
+                    why = str(last.attrs.get("failure") or last.kind or "failed")
+                    said.append(f"retrying {v.row} seed {v.seed} ({n}/{self.sweep.max_retries}): {why}")
+        return said
 
     def waiting(self) -> list[Attempt]:
         """Waiting attempts, the most expensive first (longest-processing-time-first scheduling).
@@ -180,7 +186,8 @@ class Launcher:
             grace = float(self.sweep.heartbeat["grace_s"])
             for a in self.store.reap(grace, self.alive):
                 view.note(f"reaped {a.attrs.get('row')} seed {a.attrs.get('seed')}: {a.attrs.get('failure')}")
-            self.retry_failed(first=False)
+            for line in self.retry_failed(first=False):
+                view.note(line)
             stop.check()  # not after a Ctrl-C that came while reaping: nothing new may start then
             more = self._sample(view)
             self.start(self.waiting())
