@@ -27,10 +27,11 @@ from pathlib import Path
 
 from ablate.sweep.errors import SweepError
 from ablate.sweep.expand import count_trials
+from ablate.sweep.location import check_store_url, file_of, store_url
 from ablate.sweep.plugins import import_plugins
 from ablate.sweep.spec import Sweep, SweepFile, expand, read_sweep_file
 from ablate.sweep.state import TrialView
-from ablate.sweep.store import SweepStore, _file_of, check_store_url, store_url
+from ablate.sweep.store import SweepStore
 
 # `ablate sweep` refuses a sweep of more trials than this unless --max-trials says how many are meant.
 MAX_TRIALS = 500
@@ -76,7 +77,7 @@ def check_sweep_file(sf: SweepFile) -> None:
 def check_store_writable(url: str, where: str) -> None:
     """A file store (SQLite, journal) must be creatable where the URL points; checked without a trace
     (a temporary file in the nearest existing folder, removed at once)."""
-    path = _file_of(url)
+    path = file_of(url)
     if path is None:
         return
     path = path if path.is_absolute() else Path.cwd() / path

@@ -29,53 +29,15 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 from ablate.sweep.errors import SweepError
+from ablate.sweep.location import file_of, store_url
+from ablate.sweep.reads import AttemptReader
 from ablate.sweep.spec import Sweep, SweepFile, Trial
 from ablate.sweep.state import Attempt, TrialView, views
 
 OVERRIDES_ATTR = "overrides"  # study user attribute: command-line overrides of the last `ablate sweep`
-
-
-def store_url(sweep: Sweep | SweepFile) -> str:
-    """The store of a sweep as a URL a worker can reopen: sqlite:///abs, journal:/abs or as given."""
-    if sweep.store == "sqlite":
-        return f"sqlite:///{sweep.path.parent / '.ablate' / (sweep.name + '.db')}"
-    if sweep.store.startswith("journal:"):
-        path = Path(sweep.store[len("journal:") :])
-        return f"journal:{path if path.is_absolute() else (sweep.path.parent / path).resolve()}"
-    return sweep.store
-
-
-def _file_of(url: str) -> Path | None:
-    """The local file behind a URL (SQLite or journal), or None for a server database."""
-    if url.startswith("journal:"):
-        return Path(url[len("journal:") :])
-    if url.startswith("sqlite:///"):
-        rest = url[len("sqlite:///") :]
-        return Path(rest) if rest and rest != ":memory:" else None
-    return None
-
-
-def check_store_url(url: str, where: str) -> None:
-    """A server database URL must name a database SQLAlchemy knows (checked before anything runs)."""
-    if url.startswith(("sqlite:///", "journal:")):
-        return
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-
-    try:
-        make_url(url).get_dialect()
-    except (ArgumentError, NoSuchModuleError, ValueError) as exc:
-        scheme = url.split("://")[0]
-        raise SweepError(
-            f"{where}: store {url!r}: unknown database {scheme!r} ({type(exc).__name__}); "
-            "use sqlite, journal:PATH or an SQLAlchemy URL like postgresql://user@host/db"
-        ) from None
-    except ImportError as exc:
-        raise SweepError(f"{where}: store {url!r}: its database driver is not installed ({exc})") from None
 
 
 class SweepStore:
@@ -86,6 +48,7 @@ class SweepStore:
         self.study_name = study_name
         self._storage: Any = None
         self._study_id: int | None = None
+        self.reader = AttemptReader()  # finished attempts kept, one read per controller pass
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
@@ -94,7 +57,7 @@ class SweepStore:
 
     def exists(self) -> bool:
         """Whether the study exists, without creating a file or a study."""
-        path = _file_of(self.url)
+        path = file_of(self.url)
         if path is not None and not path.exists():
             return False
         try:
@@ -106,17 +69,19 @@ class SweepStore:
     def _open(self, create: bool) -> None:
         if self._study_id is not None:
             return
-        if create:  # two controllers creating the schema of one SQLite file at once collide
-            with self.lock():
-                self._connect(create)
-        else:
+        # Under the lock: opening a SQLite store creates Optuna's schema when it is missing, and two
+        # processes doing so at once collide (a status while the first `ablate sweep` creates the store)
+        path = file_of(self.url)
+        if not create and path is not None and not path.exists():
+            self._connect(create)  # says the store does not exist yet; creates nothing, not even a lock file
+        with self.lock():
             self._connect(create)
 
     def _connect(self, create: bool) -> None:
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        path = _file_of(self.url)
+        path = file_of(self.url)
         if path is not None and not create and not path.exists():
             raise SweepError(f"store {path}: does not exist yet; run `ablate sweep` first")
         if path is not None and create:
@@ -144,13 +109,15 @@ class SweepStore:
 
     @property
     def storage(self) -> Any:
+        """The Optuna storage, for writes and single reads (a pass's snapshot is then read again)."""
         self._open(create=False)
+        self.reader.invalidate()
         return self._storage
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
         """Serialize trial creation between processes (a lock file beside a file store)."""
-        path = _file_of(self.url)
+        path = file_of(self.url)
         if path is None:  # server database: the claim-time twin check is the guard
             yield
             return
@@ -163,12 +130,9 @@ class SweepStore:
 
     # -- reading -------------------------------------------------------------------------------
     def attempts(self) -> list[Attempt]:
+        """Every attempt of the sweep, in creation order (ablate.sweep.reads: how little is read)."""
         self._open(create=False)
-        out = []
-        for t in self._storage.get_all_trials(self._study_id, deepcopy=False):
-            if "ablate_id" in t.user_attrs:
-                out.append(Attempt(t.number, t._trial_id, t.state.name, dict(t.user_attrs)))  # noqa: SLF001
-        return out
+        return self.reader.read(self._storage, self._study_id)
 
     def get(self, storage_id: int) -> Attempt:
         t = self.storage.get_trial(storage_id)
@@ -244,6 +208,7 @@ class SweepStore:
         from optuna.trial import TrialState
 
         frozen = optuna.trial.create_trial(state=TrialState.WAITING, user_attrs={**attrs, "attempt": attempt})
+        self.reader.invalidate()
         self._storage.create_new_trial(self._study_id, template_trial=frozen)
 
     def retry(self, previous: Attempt) -> bool:

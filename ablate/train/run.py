@@ -207,7 +207,15 @@ def _log_final(trainer: Any, metrics: dict[str, Any]) -> None:
 
 
 def _finish_wandb(trainer: Any, status: str) -> None:
-    """Finish this process's W&B run (``wandb.run``: the one the WandbLogger started, if it did)."""
+    """Finish this process's W&B run (``wandb.run``: the one the WandbLogger started, if it did). W&B
+    mirrors what the run directory and the store record: its failure never fails a finished trial."""
+    try:
+        _finish_wandb_run(trainer, status)
+    except Exception as exc:  # noqa: BLE001 - e.g. a stop signal took W&B's service process down
+        print(f"warning: W&B did not finish cleanly ({type(exc).__name__}: {exc}); the run's files are complete")
+
+
+def _finish_wandb_run(trainer: Any, status: str) -> None:
     wandb = sys.modules.get("wandb")  # not imported: no run was started
     if wandb is None or wandb.run is None:
         return

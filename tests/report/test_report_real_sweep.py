@@ -39,17 +39,19 @@ def test_learned_sweep_prints_intervals_p_values_and_marks(real_sweeps: dict[str
     assert base["ppl_n"] == row["ppl_n"] == 2
     assert row["ppl_delta_low"] <= row["ppl_delta_boot"] <= row["ppl_delta_high"]
     assert 0 < row["ppl_p_boot"] <= 1 and 0 <= row["ppl_p_seeds"] <= 1 and row["ppl_boot_sentences"] == 2 * 150
-    significant = row["ppl_p_boot"] < 0.05 and row["ppl_p_seeds"] < 0.05
-    assert row["ppl_significant"] is significant
+    # 150 steps of a 1-layer model: dev PPL well below the floor, but its outputs are not translations
+    # yet (chrF ~1): the figures stay, the table says so and marks nothing, however loose alpha is
+    assert data["base_chrf"] < 25 and "not translations yet" in data["not_translating"]
+    assert row["ppl_significant"] is None and row["ppl_verdict"] is None and row["learning"] == "does not translate yet"
 
     assert main(["table", str(sweep), "--format", "md", "--alpha", "0.999"]) == 0
     md = capsys.readouterr().out
     line = next(x for x in md.splitlines() if "eps_ls=0.0 [D3]" in x)
     cells = [c.strip() for c in line.split("|")]
-    assert cells[13].endswith(")*")  # every p < 0.999: the PPL delta is marked
+    assert cells[13].endswith(")")  # no mark
     assert cells[14].startswith(("+", "-")) and "[" in cells[14]  # Δ boot [95% CI]
-    assert " / " in cells[15]  # bootstrap p / Welch p over the two seeds
-    assert "* = change vs base significant at α = 0.999" in md and "seed-matched pairs pooled" in md
+    assert " / " in cells[15]  # bootstrap p / the paired test's p over the two seeds
+    assert "DOES NOT TRANSLATE YET" in md and "seed-matched pairs pooled" in md
     assert f"floor {floor:.2f}" in md  # beside base
 
 

@@ -181,19 +181,8 @@ class Launcher:
     def _loop(self, detach: bool, view: ProgressView, stop: _StopOnCtrlC) -> None:
         settled = False  # a search: one more pass after the last trial ends, to tell its result
         while True:
-            stop.check()
-            self.poll()
-            grace = float(self.sweep.heartbeat["grace_s"])
-            for a in self.store.reap(grace, self.alive):
-                view.note(f"reaped {a.attrs.get('row')} seed {a.attrs.get('seed')}: {a.attrs.get('failure')}")
-            for line in self.retry_failed(first=False):
-                view.note(line)
-            stop.check()  # not after a Ctrl-C that came while reaping: nothing new may start then
-            more = self._sample(view)
-            self.start(self.waiting())
-            trials = self.trials()
-            view.update(trials)
-            active = any(a.state in ("WAITING", "RUNNING") for v in trials for a in v.attempts)
+            with self.store.reader.pass_snapshot():  # one read of the store for the whole pass
+                active, more = self._pass(view, stop)
             if detach:
                 return
             if not active and not self.busy() and not more:
@@ -206,6 +195,22 @@ class Launcher:
                 continue
             settled = False
             time.sleep(self.poll_s)
+
+    def _pass(self, view: ProgressView, stop: _StopOnCtrlC) -> tuple[bool, bool]:
+        """One look at the store and what follows from it: (trials still active, a search has more)."""
+        stop.check()
+        self.poll()
+        grace = float(self.sweep.heartbeat["grace_s"])
+        for a in self.store.reap(grace, self.alive):
+            view.note(f"reaped {a.attrs.get('row')} seed {a.attrs.get('seed')}: {a.attrs.get('failure')}")
+        for line in self.retry_failed(first=False):
+            view.note(line)
+        stop.check()  # not after a Ctrl-C that came while reaping: nothing new may start then
+        more = self._sample(view)
+        self.start(self.waiting())
+        trials = self.trials()
+        view.update(trials)
+        return any(a.state in ("WAITING", "RUNNING") for v in trials for a in v.attempts), more
 
 
 class _StopOnCtrlC:

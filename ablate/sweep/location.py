@@ -1,0 +1,48 @@
+"""Where a sweep's store lives: its URL (a SQLite file beside the sweep file by default, a journal file,
+or any SQLAlchemy URL), the local file behind it, and the check of a server URL before anything runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ablate.sweep.errors import SweepError
+from ablate.sweep.spec import Sweep, SweepFile
+
+
+def store_url(sweep: Sweep | SweepFile) -> str:
+    """The store of a sweep as a URL a worker can reopen: sqlite:///abs, journal:/abs or as given."""
+    if sweep.store == "sqlite":
+        return f"sqlite:///{sweep.path.parent / '.ablate' / (sweep.name + '.db')}"
+    if sweep.store.startswith("journal:"):
+        path = Path(sweep.store[len("journal:") :])
+        return f"journal:{path if path.is_absolute() else (sweep.path.parent / path).resolve()}"
+    return sweep.store
+
+
+def file_of(url: str) -> Path | None:
+    """The local file behind a URL (SQLite or journal), or None for a server database."""
+    if url.startswith("journal:"):
+        return Path(url[len("journal:") :])
+    if url.startswith("sqlite:///"):
+        rest = url[len("sqlite:///") :]
+        return Path(rest) if rest and rest != ":memory:" else None
+    return None
+
+
+def check_store_url(url: str, where: str) -> None:
+    """A server database URL must name a database SQLAlchemy knows (checked before anything runs)."""
+    if url.startswith(("sqlite:///", "journal:")):
+        return
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        make_url(url).get_dialect()
+    except (ArgumentError, NoSuchModuleError, ValueError) as exc:
+        scheme = url.split("://")[0]
+        raise SweepError(
+            f"{where}: store {url!r}: unknown database {scheme!r} ({type(exc).__name__}); "
+            "use sqlite, journal:PATH or an SQLAlchemy URL like postgresql://user@host/db"
+        ) from None
+    except ImportError as exc:
+        raise SweepError(f"{where}: store {url!r}: its database driver is not installed ({exc})") from None

@@ -1,0 +1,90 @@
+"""How the store's attempts are read: finished ones once, the rest each time; one read per controller pass.
+
+Every pass of the controller loop (poll, reap, retry, start, the progress view) asked the store for all
+attempts, and Optuna's ``get_all_trials`` builds each trial with its JSON-decoded attributes: the cost
+grew with the sweep's size times the reads per pass. Two rules cut it down:
+
+- **Finished attempts (COMPLETE, FAIL, PRUNED) never change** (Optuna refuses to update a finished
+  trial), so they are read once and kept. Each read asks only for WAITING and RUNNING attempts, plus
+  one count: an attempt that left that set since the last read is fetched alone; when the count does
+  not add up (an attempt created and finished elsewhere in between), everything is read again.
+- **Within a controller pass** (:meth:`AttemptReader.pass_snapshot`) the first read is reused until
+  this process writes to the store (every write path calls :meth:`invalidate`), so the pass works from
+  one consistent picture and re-reads only after its own changes. Outside a pass every call reads.
+
+Writes by other processes are seen at the next read, as before: a pass is one moment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from ablate.sweep.state import Attempt
+
+LIVE = ("WAITING", "RUNNING")
+
+
+def _attempt(t: Any) -> Attempt | None:
+    if "ablate_id" not in t.user_attrs:
+        return None
+    return Attempt(t.number, t._trial_id, t.state.name, dict(t.user_attrs))  # noqa: SLF001 - storage id
+
+
+class AttemptReader:
+    def __init__(self) -> None:
+        self.finished: dict[int, Attempt] = {}  # storage id -> attempt: final, never read again
+        self.live_ids: set[int] = set()
+        self.other = 0  # trials without an ablate id (not ours to show), counted to check the total
+        self._snapshot: list[Attempt] | None = None
+        self._in_pass = False
+        self.full_reads = 0  # how often everything was read (the benchmark reports it)
+
+    def invalidate(self) -> None:
+        self._snapshot = None
+
+    @contextlib.contextmanager
+    def pass_snapshot(self) -> Iterator[None]:
+        self._in_pass, self._snapshot = True, None
+        try:
+            yield
+        finally:
+            self._in_pass, self._snapshot = False, None
+
+    def read(self, storage: Any, study_id: int) -> list[Attempt]:
+        if self._snapshot is not None:
+            return list(self._snapshot)
+        attempts = self._read(storage, study_id)
+        if self._in_pass:
+            self._snapshot = attempts
+        return list(attempts)
+
+    def _read(self, storage: Any, study_id: int) -> list[Attempt]:
+        from optuna.trial import TrialState
+
+        if not self.finished and not self.live_ids:
+            return self._read_all(storage, study_id)
+        states = (TrialState.WAITING, TrialState.RUNNING)
+        live_trials = storage.get_all_trials(study_id, deepcopy=False, states=states)
+        live_ids = {t._trial_id for t in live_trials}  # noqa: SLF001
+        for gone in self.live_ids - live_ids:  # finished since the last read: fetched alone
+            a = _attempt(storage.get_trial(gone))
+            if a is None:
+                self.other += 1
+            elif a.state not in LIVE:
+                self.finished[gone] = a
+        if storage.get_n_trials(study_id) != len(self.finished) + len(live_trials) + self.other:
+            return self._read_all(storage, study_id)  # created and finished elsewhere in between
+        self.live_ids = live_ids
+        live = [a for t in live_trials if (a := _attempt(t)) is not None]
+        return sorted([*self.finished.values(), *live], key=lambda a: a.number)
+
+    def _read_all(self, storage: Any, study_id: int) -> list[Attempt]:
+        self.full_reads += 1
+        trials = storage.get_all_trials(study_id, deepcopy=False)
+        out = [a for t in trials if (a := _attempt(t)) is not None]
+        self.finished = {a.storage_id: a for a in out if a.state not in LIVE}
+        self.live_ids = {t._trial_id for t in trials if t.state.name in LIVE}  # noqa: SLF001
+        self.other = sum(1 for t in trials if "ablate_id" not in t.user_attrs and t.state.name not in LIVE)
+        return out
