@@ -6,8 +6,9 @@ grew with the sweep's size times the reads per pass. Two rules cut it down:
 
 - **Finished attempts (COMPLETE, FAIL, PRUNED) never change** (Optuna refuses to update a finished
   trial), so they are read once and kept. Each read asks only for WAITING and RUNNING attempts, plus
-  one count: an attempt that left that set since the last read is fetched alone; when the count does
-  not add up (an attempt created and finished elsewhere in between), everything is read again.
+  one lookup of the next trial number: an attempt that left that set since the last read is fetched
+  alone; when there are more trials than known (one created and finished elsewhere in between),
+  everything is read again.
 - **Within a controller pass** (:meth:`AttemptReader.pass_snapshot`) the first read is reused until
   this process writes to the store (every write path calls :meth:`invalidate`), so the pass works from
   one consistent picture and re-reads only after its own changes. Outside a pass every call reads.
@@ -74,11 +75,21 @@ class AttemptReader:
                 self.other += 1
             elif a.state not in LIVE:
                 self.finished[gone] = a
-        if storage.get_n_trials(study_id) != len(self.finished) + len(live_trials) + self.other:
+        if self._more_than(storage, study_id, len(self.finished) + len(live_trials) + self.other):
             return self._read_all(storage, study_id)  # created and finished elsewhere in between
         self.live_ids = live_ids
         live = [a for t in live_trials if (a := _attempt(t)) is not None]
         return sorted([*self.finished.values(), *live], key=lambda a: a.number)
+
+    @staticmethod
+    def _more_than(storage: Any, study_id: int, known: int) -> bool:
+        """Whether the study holds more than ``known`` trials. Trial numbers run 0, 1, 2, ... so that is
+        whether number ``known`` exists: one indexed lookup (``get_n_trials`` reads every trial)."""
+        try:
+            storage.get_trial_id_from_study_id_trial_number(study_id, known)
+        except KeyError:
+            return False
+        return True
 
     def _read_all(self, storage: Any, study_id: int) -> list[Attempt]:
         self.full_reads += 1
