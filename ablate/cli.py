@@ -67,6 +67,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         overrides=args.overrides or None,
         clear_overrides=args.clear_overrides,
         max_trials=args.max_trials,
+        reuse_from=args.reuse,
     )
     if run.finished:
         from ablate.report.commands import print_summary
@@ -149,6 +150,12 @@ def _add_sweep_commands(sub: argparse._SubParsersAction) -> None:
         "--clear-overrides",
         action="store_true",
         help="forget the command-line overrides recorded with the sweep: run the file as written",
+    )
+    s.add_argument(
+        "--reuse",
+        default=None,
+        metavar="SWEEP",
+        help="take over the finished trials of another sweep in (or beside) the store that have the same trial ids",
     )
     s.add_argument("--dry-run", action="store_true", help="list trials, params, FLOPs and cost; launch nothing")
     s.add_argument("--json", action="store_true", help="with --dry-run: print the trial list as JSON")

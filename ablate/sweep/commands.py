@@ -104,6 +104,7 @@ def sweep(
     clear_overrides: bool = False,
     launcher_options: Mapping[str, Any] | None = None,
     max_trials: int | None = None,
+    reuse_from: str | None = None,
 ) -> SweepRun:
     """Check, then run (or resume) every trial of a sweep; code 0 when all are done, 1 if any failed.
 
@@ -136,7 +137,19 @@ def sweep(
         )
     modes = [t.config.get("logging", {}).get("wandb") for t in spec.shapes] + [spec.wandb.get("mode")]
     resolve_modes(modes, str(spec.path), f"ablate sync {spec.path}")
+    _reuse_or_hint(spec, opened.store, reuse_from)
     return _launch(spec, opened, launcher_options, detach)
+
+
+def _reuse_or_hint(spec: Sweep, store: SweepStore, name: str | None) -> None:
+    """``--reuse NAME``: take over NAME's finished trials; without it, one line when the store is new but
+    another sweep's is there (a renamed file: everything would train again)."""
+    from ablate.sweep.reuse import hint, reuse, reused_runs
+
+    if name is not None:
+        print(reused_runs(reuse(spec, store, name), name))
+    elif (line := hint(spec, store)) is not None:
+        print(f"note: {line}", file=sys.stderr)
 
 
 def _prepare_once(spec: Sweep, views: Sequence[TrialView]) -> None:
@@ -251,6 +264,10 @@ def status(path: str | Path) -> int:
     _note(opened)
     if not store.exists():
         print(f"sweep {spec.name}: not started ({len(spec.trials)} trials waiting; store {store.url})")
+        from ablate.sweep.reuse import hint
+
+        if (line := hint(spec, store)) is not None:
+            print(f"note: {line}")
         return 0
     reap_ended_jobs(spec, store)
     by_trial = store.by_trial()

@@ -199,6 +199,22 @@ class SweepStore:
                     created.append(t)
         return created
 
+    def adopt(self, attempts: list[Attempt]) -> None:
+        """Create these finished attempts of another sweep here, COMPLETE, with their attributes and metrics."""
+        import optuna
+        from optuna.trial import TrialState
+
+        self._open(create=True)
+        with self.lock():
+            for a in attempts:
+                ppl = (a.attrs.get("metrics") or {}).get("val/ppl")
+                if not isinstance(ppl, (int, float)) or not math.isfinite(ppl):
+                    continue  # Optuna's COMPLETE needs a value: such an attempt runs again instead
+                value = float(ppl)
+                frozen = optuna.trial.create_trial(state=TrialState.COMPLETE, value=value, user_attrs=dict(a.attrs))
+                self.reader.invalidate()
+                self._storage.create_new_trial(self._study_id, template_trial=frozen)
+
     def create_trial(self, t: Trial) -> None:
         """Enqueue one trial (a sampled search trial; the caller holds the lock and checked it is new)."""
         self._create(_trial_attrs(t), attempt=0)

@@ -262,3 +262,31 @@ def test_report_commands_never_download_a_corpus(write_sweep, capsys, monkeypatc
         assert "Traceback" not in outs[-1]
     assert asked == []
     assert "Unigram floor: not computed yet" in outs[0]
+
+
+def test_a_renamed_sweep_file_says_so_and_reuses_finished_trials_on_request(write_sweep, capsys, fake_trainer):
+    import yaml as _yaml
+
+    old = write_sweep(filename="old.yaml", rows=[{"name": "a"}, {"name": "b", "overrides": ["model.n_heads=4"]}])
+    data = _yaml.safe_load(old.read_text())
+    del data["name"]  # named after the file, as by default
+    old.write_text(_yaml.safe_dump(data))
+    sweep = load_sweep(old)
+    store = SweepStore.for_sweep(sweep)
+    store.sync(sweep)
+    first = store.attempts()[0]
+    assert store.claim(first.storage_id, "t")
+    store.finish(first.storage_id, {"val/ppl": 7.0, "step": 6})
+    new = old.rename(old.with_name("new.yaml"))
+    assert main(["status", str(new)]) == 0
+    out = capsys.readouterr().out
+    assert "not started" in out and "'old' (1 finished trial(s) with this sweep's trial ids)" in out
+    assert "--reuse old" in out
+    assert main(["sweep", str(new), "--reuse", "old"]) == 0
+    out = capsys.readouterr().out
+    assert "reused 1 finished trial(s) of sweep 'old'" in out
+    views = SweepStore.for_sweep(load_sweep(new)).trial_states(load_sweep(new))
+    assert sorted(v.state for v in views) == ["done", "done"]
+    assert views[0].metrics["val/ppl"] == 7.0  # the reused result, not trained again
+    assert main(["sweep", str(new), "--reuse", "nope"]) == 2
+    assert "no sweep of that name" in capsys.readouterr().err

@@ -1,0 +1,80 @@
+"""A renamed sweep file, or a store that holds another sweep: say so, and reuse its finished trials on request.
+
+A sweep's store is named after the sweep (``.ablate/<name>.db`` beside the file, or one study per sweep
+in a shared store). Rename the file and `ablate sweep` finds no study of the new name: every row shows
+"not started" and would train again. :func:`other_sweeps` finds the studies of other sweeps in the
+same store and beside it; :func:`hint` turns them into one line; ``ablate sweep FILE --reuse NAME``
+(:func:`reuse`) copies NAME's finished attempts whose trial id this sweep also has (the same resolved
+config: an id is a hash of it) into this sweep's store, pointing at the run folders they finished in.
+"""
+
+from __future__ import annotations
+
+from ablate.sweep.errors import SweepError
+from ablate.sweep.location import file_of
+from ablate.sweep.spec import Sweep
+from ablate.sweep.store import SweepStore
+
+
+def _candidates(store: SweepStore) -> list[str]:
+    """Store URLs to look in: this one, and the other SQLite stores in its folder."""
+    urls = [store.url]
+    path = file_of(store.url)
+    if path is not None and store.url.startswith("sqlite:///") and path.parent.is_dir():
+        urls += [f"sqlite:///{p}" for p in sorted(path.parent.glob("*.db")) if p != path]
+    return urls
+
+
+def other_sweeps(spec: Sweep, store: SweepStore) -> list[tuple[str, str, int]]:
+    """(sweep name, store URL, finished trials it shares with ``spec``) of every other sweep nearby."""
+    import optuna
+
+    mine = {t.trial_id for t in spec.trials}
+    found = []
+    for url in _candidates(store):
+        path = file_of(url)
+        if path is not None and not path.exists():
+            continue
+        try:
+            names = optuna.study.get_all_study_names(storage=url)
+        except Exception:  # noqa: BLE001 - a file that is not a store is none of ours to read
+            continue
+        for name in names:
+            if name == spec.name or "#" in name:  # a search's row studies carry '#': not sweeps
+                continue
+            done = [a for a in SweepStore(url, name).attempts() if a.state == "COMPLETE" and a.ablate_id in mine]
+            found.append((name, url, len(done)))
+    return found
+
+
+def hint(spec: Sweep, store: SweepStore) -> str | None:
+    """One line when this sweep has no study yet but another sweep's store is there, else None."""
+    if store.exists():
+        return None
+    others = other_sweeps(spec, store)
+    if not others:
+        return None
+    listed = ", ".join(f"{name!r} ({n} finished trial(s) with this sweep's trial ids)" for name, _, n in others)
+    best = max(others, key=lambda o: o[2])[0]
+    return (
+        f"no sweep {spec.name!r} in the store yet, but it holds {listed}; a renamed sweep file? "
+        f"`ablate sweep {spec.path} --reuse {best}` takes over their finished trials"
+    )
+
+
+def reuse(spec: Sweep, store: SweepStore, name: str) -> int:
+    """Copy the finished attempts of sweep ``name`` that this sweep shares (by trial id) into its store."""
+    found = {n: url for n, url, _ in other_sweeps(spec, store)}
+    if name not in found:
+        near = ", ".join(found) or "none"
+        raise SweepError(f"--reuse {name}: no sweep of that name in or beside the store (found: {near})")
+    mine = {t.trial_id for t in spec.trials}
+    have = {a.ablate_id for a in store.attempts() if a.state == "COMPLETE"} if store.exists() else set()
+    done = [a for a in SweepStore(found[name], name).attempts() if a.state == "COMPLETE"]
+    chosen = [a for a in done if a.ablate_id in mine and a.ablate_id not in have]
+    store.adopt(chosen)
+    return len(chosen)
+
+
+def reused_runs(n: int, name: str) -> str:
+    return f"reused {n} finished trial(s) of sweep {name!r} (their run folders stay where they are)"
