@@ -15,6 +15,8 @@ slot set to the variant, and raises :class:`ContractError` (one line) when the v
   equal the full forward
 - ``params``: the closed-form count (:func:`ablate.model.count_parameters`) equals the built model's,
   tied and untied, with unequal depths and d_k != d_v
+- ``long_input``: a sequence longer than ``max_positions``: served when the positional encoding declares
+  ``extrapolates``, and said what happens otherwise (such a model is refused longer data before training)
 """
 
 from __future__ import annotations
@@ -161,7 +163,29 @@ def check_params(cfg: dict[str, Any]) -> None:
         _require(closed == counted, f"closed-form count {closed} != {counted} parameters built (with {extra})")
 
 
-CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
+def check_long_input(cfg: dict[str, Any]) -> str:
+    """A sequence longer than ``max_positions``: a positional encoding that declares ``extrapolates``
+    must serve it; one that does not is refused before training (ablate.train.lengths) whatever it does.
+    Returns what the variant did, for the report."""
+    from ablate.model.positional import PositionalEncoding
+
+    model = _model({**cfg, "max_positions": 16}).eval()
+    fixed = sorted(
+        {type(m).__name__ for m in model.modules() if isinstance(m, PositionalEncoding) and not m.extrapolates}
+    )
+    try:
+        with torch.no_grad():
+            out = model(_tokens(2, 24, 0), _tokens(2, 24, 1))
+    except Exception as exc:  # noqa: BLE001 - what the variant raises is what is reported
+        _require(bool(fixed), f"declares extrapolates=True but fails past max_positions: {type(exc).__name__}: {exc}")
+        return f"refuses 24 positions past max_positions=16 ({', '.join(fixed)}: checked before training)"
+    _require(bool(torch.isfinite(out).all()), "non-finite output past max_positions")
+    return "serves 24 positions past max_positions=16" + (
+        f" (though {', '.join(fixed)} declares it cannot)" if fixed else ""
+    )
+
+
+CHECKS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "shapes": check_shapes,
     "causal": check_causal,
     "source_padding": check_source_padding,
@@ -170,6 +194,7 @@ CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "determinism": check_determinism,
     "cached_decoding": check_cached_decoding,
     "params": check_params,
+    "long_input": check_long_input,
 }
 
 
@@ -198,11 +223,11 @@ def run_contract(variants: Iterable[tuple[str, str]], checks: Iterable[str] | No
         cfg = variant_config(kind, name)
         for check in checks if checks is not None else CHECKS:
             try:
-                CHECKS[check](cfg)
+                said = CHECKS[check](cfg)  # a check may say what it saw (long_input)
             except Exception as exc:  # noqa: BLE001 - user code may raise anything; report it as one line
                 msg = (str(exc).strip().splitlines() or [""])[0]
                 prefix = "" if isinstance(exc, ContractError) else f"{type(exc).__name__}: "
                 results.append(CheckResult(kind, name, check, False, prefix + msg))
             else:
-                results.append(CheckResult(kind, name, check, True))
+                results.append(CheckResult(kind, name, check, True, said if isinstance(said, str) else ""))
     return results
