@@ -116,7 +116,9 @@ class SweepStore:
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
-        """Serialize trial creation between processes (a lock file beside a file store)."""
+        """Serialize trial creation between processes (a lock file beside a file store). What is read
+        under it is read afresh: a controller pass's snapshot may predate another process's new trials."""
+        self.reader.invalidate()
         path = file_of(self.url)
         if path is None:  # server database: the claim-time twin check is the guard
             yield
