@@ -63,10 +63,6 @@ def effect_of(table: Table3, row: ReportRow) -> Effect | None:
     return Effect(ppl, low, high, bleu, verdict, ev.unit)
 
 
-def _key(row: ReportRow) -> str:
-    return row.name
-
-
 def compare_tables(tables: list[Table3]) -> Comparison:
     """Match the rows of ``tables`` (by name, else by paper key) and collect each row's effects."""
     by_table: list[dict[str, ReportRow]] = []

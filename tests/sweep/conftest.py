@@ -55,3 +55,16 @@ def write_sweep(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return write
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> None:
+    """Skip unless SLURM's client tools are here and a controller answers (the shared local cluster)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("sbatch") is None:
+        pytest.skip("sbatch is not on PATH: no SLURM client tools here")
+    probe = subprocess.run(["sinfo", "-h"], capture_output=True, text=True)
+    if probe.returncode != 0 or not probe.stdout.strip():
+        pytest.skip(f"sinfo failed ({probe.stderr.strip()[:120]}): no reachable slurmctld; export SLURM_CONF")
