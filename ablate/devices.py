@@ -8,7 +8,8 @@ torch is imported only for ``auto`` (and cached), so explicit settings stay impo
 from __future__ import annotations
 
 import functools
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 DeviceKind = Literal["cpu", "gpu"]
 
@@ -30,3 +31,22 @@ def device_kind(accelerator: str | None) -> DeviceKind:
     if accel == "auto":
         return "gpu" if cuda_available() else "cpu"
     return "cpu"
+
+
+def devices_of(trainer: Mapping[str, Any], count_visible: bool = False) -> int:
+    """Devices one trial trains on: trainer.devices (a count or a list) x trainer.num_nodes.
+
+    ``devices: auto`` (or -1) counts as 1 for the dry run's estimate; ``count_visible`` counts the
+    visible CUDA devices instead, as Lightning will (a training process resolving its budget)."""
+    d = trainer.get("devices", 1)
+    if isinstance(d, list) or (hasattr(d, "__len__") and not isinstance(d, str)):
+        n = len(d)
+    elif isinstance(d, int) and d > 0 or str(d).isdigit():
+        n = int(d)
+    elif count_visible and device_kind(trainer.get("accelerator")) == "gpu":
+        import torch
+
+        n = max(1, torch.cuda.device_count())
+    else:
+        n = 1
+    return n * int(trainer.get("num_nodes", 1) or 1)

@@ -17,7 +17,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from ablate.config.schema import SLOT_FIELDS, positions_needed
+from ablate.config.schema import BUDGET_KEYS, SLOT_FIELDS, positions_needed
 from ablate.errors import ConfigError
 
 DEFAULTS = "defaults"
@@ -52,6 +52,10 @@ class Origins:
                     break
         return " + ".join(self._layers[i][0] for i in sorted(found)) or DEFAULTS
 
+    def index(self, key: str) -> int:
+        """The position of the last layer that set ``key`` (-1: the defaults)."""
+        return next((i for i in range(len(self._layers) - 1, -1, -1) if key in self._layers[i][1]), -1)
+
 
 class _Fixed(Origins):
     def __init__(self, label: str) -> None:
@@ -59,6 +63,9 @@ class _Fixed(Origins):
 
     def of(self, *keys: str) -> str:
         return self.label
+
+    def index(self, key: str) -> int:
+        return -1
 
 
 class _Checker:
@@ -76,7 +83,7 @@ class _Checker:
             value = self.get(key)
             if value is None and optional:
                 continue
-            if value is None or value <= 0:
+            if value is None or not value > 0:  # NaN too
                 self.fail(key, f"must be a positive number, got {value}")
 
     def at_least_zero(self, *keys: str) -> None:
@@ -135,8 +142,27 @@ def _check_train(c: _Checker) -> None:
     keys = ("lr_factor", "warmup_steps", "max_steps", "accumulate_grad_batches", "val_every_steps", "log_every_steps")
     c.positive(*(f"train.{k}" for k in keys))
     c.positive("train.max_epochs", "train.max_time_minutes", optional=True)
+    _check_budget(c)
     c.positive("train.adam_eps")
     c.at_least_zero("train.weight_decay", "train.grad_clip", "train.checkpoint_every_steps")
+
+
+def _check_budget(c: _Checker) -> None:
+    """train.epochs or train.target_tokens (at most one) replace max_steps once the data is prepared."""
+    c.positive(*BUDGET_KEYS, optional=True)
+    epochs, tokens = (c.get(k) for k in BUDGET_KEYS)
+    for key, value in zip(BUDGET_KEYS, (epochs, tokens)):
+        if value is not None and math.isinf(value):
+            c.fail(key, "must be a finite number (or null: train.max_steps decides)")
+    if epochs is not None and tokens is not None:
+        c.fail("train.target_tokens", "set one budget: train.epochs or train.target_tokens, not both", "train.epochs")
+    key = BUDGET_KEYS[0] if epochs is not None else BUDGET_KEYS[1]
+    if (epochs is not None or tokens is not None) and c.origins.index("train.max_steps") >= c.origins.index(key) >= 0:
+        what = (
+            f"{c.get('train.max_steps')} would be ignored: {key}={c.get(key)} decides the steps; "
+            f"set {key} here instead (or {key}=null to count in steps)"
+        )
+        c.fail("train.max_steps", what)
 
 
 def _check_trainer_eval_logging(c: _Checker) -> None:

@@ -66,6 +66,8 @@ class TrainConfig:
     weight_decay: float = 0.0  # decoupled weight decay (the paper uses none)
     grad_clip: float = 0.0  # clip gradient norm to this value (0 = off; the paper does not clip)
     max_steps: int = 100_000  # optimizer steps to train (paper: 100K base, 300K big)
+    epochs: float | None = None  # the budget in passes over the train pairs used: sets max_steps once data is prepared
+    target_tokens: float | None = None  # the budget in real target tokens seen (alternative to epochs): sets max_steps
     max_epochs: int | None = None  # stop after this many epochs if reached before max_steps
     max_time_minutes: float | None = None  # stop cleanly after this much wall-clock time
     accumulate_grad_batches: int = 1  # batches per optimizer step (reach ~25k tokens on fewer devices)
@@ -125,7 +127,13 @@ SECTIONS = ("model", "data", "train", "trainer", "eval", "logging")
 SLOT_FIELDS = ("attention", "ffn", "norm", "positional", "residual")  # model fields that name a registered variant
 # Keys added after trial ids were first stored, with their defaults: at the default they are left out
 # of the hash (hash_view), so a sweep that does not set them keeps its trial ids, runs and W&B runs.
-ADDED_LATER: dict[str, Any] = {"data.max_train_pairs": None, "train.compile": False}
+ADDED_LATER: dict[str, Any] = {
+    "data.max_train_pairs": None,
+    "train.compile": False,
+    "train.epochs": None,
+    "train.target_tokens": None,
+}
+BUDGET_KEYS = ("train.epochs", "train.target_tokens")  # at most one; set, it decides train.max_steps (data/budget.py)
 OPEN_DICTS = ("data.args",)  # free-form mappings: their keys are checked against the corpus's options
 
 

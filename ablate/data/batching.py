@@ -17,10 +17,12 @@ shuffled list (the last ``len % world_size`` batches of an epoch are left out so
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 from ablate.data.special import BOS_ID, EOS_ID, PAD_ID
 
@@ -141,6 +143,8 @@ def padding_stats(src_lengths: np.ndarray, tgt_lengths: np.ndarray, batches: Seq
 
 def collate(shard: Any, indices: Sequence[int]) -> dict[str, torch.Tensor]:
     """Pad rows of ``shard``: src = ids + EOS, tgt_in = BOS + ids, tgt_out = ids + EOS (pad = 0)."""
+    import torch  # here only: the batch count of an epoch (ablate.data.budget) is read without torch
+
     idx = np.asarray(indices, np.int64)
     s_len, t_len = shard.src_lengths[idx], shard.tgt_lengths[idx]
     B = len(idx)

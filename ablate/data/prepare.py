@@ -26,12 +26,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import shutil
 import sys
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -39,16 +38,16 @@ from typing import Any
 import sentencepiece as spm
 
 from ablate.atomic import atomic_write_json
+from ablate.data.budget import EpochStats, epoch_stats
 from ablate.data.catalog import build_corpus
 from ablate.data.errors import DataError
+from ablate.data.rawtext import read_chunks, write_raw
 from ablate.data.registry import Corpus
 from ablate.data.shards import Shard, ShardWriter
 from ablate.data.tokenizer import TRAINER_SETTINGS, Tokenizer, train_tokenizer
 from ablate.data.unigram import unigram_floor
 
 FORMAT_VERSION = 1  # bump when the prepared layout changes: it is part of the key
-CHUNK = 20_000  # pairs encoded at a time
-SAMPLE_SEED = 0x5EED  # the tokenizer sample is a function of the corpus alone
 
 
 def cache_root(cache_dir: str | Path | None = None) -> Path:
@@ -134,14 +133,33 @@ class Prepared:
     def unigram_floor(self, split: str) -> float:
         """The dev PPL of a unigram model of the train targets on ``split`` (stored in meta.json; computed
         and stored here for a folder prepared before the floor was recorded)."""
-        floors = self.meta.setdefault("unigram_floor", {})
-        if split not in floors:
-            floors[split] = unigram_floor(self.split("train"), self.split(split), self.vocab_size)
+        return float(
+            self._stored(
+                "unigram_floor", split, lambda: unigram_floor(self.split("train"), self.split(split), self.vocab_size)
+            )
+        )
+
+    def epoch_stats(self, max_tokens: int) -> EpochStats:
+        """Pairs, target tokens and batches of one training epoch at ``max_tokens`` (stored in meta.json on
+        first use, like the floor: the dry run reads them without batching the data again)."""
+        train = self.split("train")
+        stats = self._stored(
+            "epoch_stats",
+            str(max_tokens),
+            lambda: asdict(epoch_stats(train.src_lengths, train.tgt_lengths, max_tokens)),
+        )
+        return EpochStats(**stats)
+
+    def _stored(self, section: str, key: str, compute: Callable[[], Any]) -> Any:
+        """``meta[section][key]``, computed and written to meta.json the first time it is asked for."""
+        stored = self.meta.setdefault(section, {})
+        if key not in stored:
+            stored[key] = compute()
             try:
                 atomic_write_json(self.dir / "meta.json", self.meta)
-            except OSError:  # a read-only cache still gets its floor, just not stored
+            except OSError:  # a read-only cache still gets its figure, just not stored
                 pass
-        return float(floors[split])
+        return stored[key]
 
     def summary_lines(self) -> list[str]:
         from ablate.data.batching import TokenBucketBatchSampler, padding_stats
@@ -294,49 +312,6 @@ def _require_splits(corpus: Corpus, needed: Iterable[tuple[str, str]]) -> None:
             raise DataError(f"{key}: corpus {corpus.name} has no split {split!r} (has: {', '.join(names)})")
 
 
-def _write_raw(
-    corpus: Corpus, split: str, folder: Path, sample: list[str] | None, sample_size: int, limit: int | None = None
-) -> int:
-    """Pass 1: copy a split's raw pairs (the first ``limit``); reservoir-sample train sentences for the tokenizer."""
-    rng = random.Random(SAMPLE_SEED)
-    seen = 0
-    n = 0
-    with (
-        open(folder / f"{split}.src", "w", encoding="utf-8") as fs,
-        open(folder / f"{split}.tgt", "w", encoding="utf-8") as ft,
-    ):
-        for s, t in corpus.pairs(split):
-            if limit is not None and n >= limit:
-                break
-            if "\n" in s or "\n" in t:  # a generator must not break the one-line-per-sentence layout
-                raise DataError(f"corpus {corpus.name}: split {split} pair {n + 1} contains a line break")
-            fs.write(s + "\n")
-            ft.write(t + "\n")
-            n += 1
-            if sample is not None:
-                for sent in (s, t):
-                    seen += 1
-                    if len(sample) < sample_size:
-                        sample.append(sent)
-                    else:
-                        j = rng.randrange(seen)
-                        if j < sample_size:
-                            sample[j] = sent
-    return n
-
-
-def _read_chunks(folder: Path, split: str) -> Iterator[tuple[int, list[str], list[str]]]:
-    with open(folder / f"{split}.src", encoding="utf-8") as fs, open(folder / f"{split}.tgt", encoding="utf-8") as ft:
-        start = 0
-        while True:
-            src = [line.rstrip("\n") for _, line in zip(range(CHUNK), fs)]
-            tgt = [line.rstrip("\n") for _, line in zip(range(len(src)), ft)]
-            if not src:
-                return
-            yield start, src, tgt
-            start += len(src)
-
-
 def _build(
     corpus: Corpus, settings: TokenSettings, key: str, tmp: Path, cache: Path, progress: bool, t0: float
 ) -> None:
@@ -348,7 +323,7 @@ def _build(
         _log(progress, f"reading {corpus.describe()} {split}")
         train = split == "train"
         limit = settings.max_train_pairs if train else None
-        counts[split] = _write_raw(corpus, split, raw, sample if train else None, settings.tokenizer_sample, limit)
+        counts[split] = write_raw(corpus, split, raw, sample if train else None, settings.tokenizer_sample, limit)
         if counts[split] == 0:
             raise DataError(
                 f"corpus {corpus.describe()}: split {split} is empty (no sentence pairs); "
@@ -365,7 +340,7 @@ def _build(
         _log(progress, f"encoding {split} ({counts[split]:,} pairs)")
         # Only train drops long pairs: dev/test keep every sentence so BLEU covers the whole set.
         writer = ShardWriter(tmp / "shards" / split, tok.vocab_size, settings.max_len if split == "train" else None)
-        for start, src, tgt in _read_chunks(raw, split):
+        for start, src, tgt in read_chunks(raw, split):
             writer.add(range(start, start + len(src)), tok.encode_batch(src), tok.encode_batch(tgt))
         splits[split] = writer.close()
         if split == "train" and writer.n == 0:

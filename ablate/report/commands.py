@@ -213,7 +213,9 @@ def plan(
     report = load_table(opened.sweep, alpha, opened.store, correction)
     cost: dict[str, float] = {}
     for t in opened.sweep.shapes:
-        cost.setdefault(t.row, estimate(opened.sweep, t)["device_hours"])
+        hours = estimate(opened.sweep, t)["device_hours"]  # None: a budget in epochs, data not prepared yet
+        if hours is not None:
+            cost.setdefault(t.row, hours)
     rows = plan_rows(report, cost, effect, power, alpha, correction)
     print("\n".join(plan_lines(rows, effect, power, alpha, correction)))
     return 0

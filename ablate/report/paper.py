@@ -185,9 +185,19 @@ def settings_of(cfg: Mapping[str, Any] | Any) -> dict[str, Any]:
         "d_v": d_v,
         "P_drop": _get(cfg, "model.dropout"),
         "eps_ls": _get(cfg, "train.label_smoothing"),
-        "train_steps": _get(cfg, "train.max_steps"),
+        "train_steps": _budget(cfg),
         "positional": _slot_name(_get(cfg, "model.positional")),
     }
+
+
+def _budget(cfg: Mapping[str, Any] | Any) -> Any:
+    """The steps cell: the steps, or the budget in epochs / target tokens the row declares instead."""
+    epochs, tokens = _get(cfg, "train.epochs"), _get(cfg, "train.target_tokens")
+    if epochs is not None:
+        return f"{epochs:g} ep"
+    if tokens is not None:
+        return f"{tokens / 1e6:.3g}M tok"
+    return _get(cfg, "train.max_steps")
 
 
 def changed_settings(settings: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:

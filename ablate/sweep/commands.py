@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ def print_dry_run(sweep: Sweep, as_json: bool) -> int:
             flush=True,
         )
     rows = [estimate(sweep, t) for t in sweep.trials]
-    total = {k: sum(r[k] for r in rows) for k in ("flops", "device_hours")}
+    total = {k: _total(r[k] for r in rows) for k in ("flops", "device_hours")}
     if as_json:
         out = {
             "sweep": sweep.name,
@@ -57,22 +57,53 @@ def print_dry_run(sweep: Sweep, as_json: bool) -> int:
         }
         print(json.dumps(out, indent=2))
         return 0
+    print("\n".join(dry_run_lines(rows, total)))
+    return 0
+
+
+def dry_run_lines(rows: list[dict[str, Any]], total: Mapping[str, float | None]) -> list[str]:
+    """The dry run's table: per trial its size, budget (steps, epochs, target tokens) and cost."""
     width = max(len(r["row"]) for r in rows)
     gw = max(5, *(len(r["group"]) for r in rows))  # a group name is any string ("combination", ...)
-    print(f"{'row':<{width}}  {'group':<{gw}}  paper  seed  {'params':>8}  {'FLOPs':>8}  {'dev-h':>8}  overrides")
+    lines = [
+        f"{'row':<{width}}  {'group':<{gw}}  paper  seed  {'params':>8}  {'steps':>7}  {'epochs':>6}  "
+        f"{'tgt tok':>7}  {'FLOPs':>8}  {'dev-h':>8}  overrides"
+    ]
     for r in rows:
-        print(
+        lines.append(
             f"{r['row']:<{width}}  {r['group']:<{gw}}  {r['paper'] or '':<5}  {r['seed']:>4}"
-            f"  {r['params'] / 1e6:>7.1f}M  {r['flops']:>8.2e}  {r['device_hours']:>8.3g}  {' '.join(r['overrides'])}"
+            f"  {r['params'] / 1e6:>7.1f}M  {_fmt(r['steps'], ',d'):>7}  {_fmt(r['epochs'], '.1f'):>6}"
+            f"  {_tokens(r['target_tokens']):>7}  {_fmt(r['flops'], '.2e'):>8}  {_fmt(r['device_hours'], '.3g'):>8}"
+            f"  {' '.join(r['overrides'])}"
+        )
+    unknown = [r["row"] for r in rows if r["target_tokens"] is None]
+    if unknown:
+        lines.append(
+            f"epochs and target tokens of {len(unknown)} trial(s) ({', '.join(sorted(set(unknown))[:3])}"
+            f"{', ...' if len(set(unknown)) > 3 else ''}): known once their data is prepared (the sweep's first "
+            "trial does it; `ablate data prepare` alone)"
         )
     seen = {json.dumps(r["assumption"], sort_keys=True) for r in rows}
     for a in map(json.loads, sorted(seen)):
-        print(
+        lines.append(
             f"assumed throughput ({a['source']}): {a['device']} at {a['flops_per_second']:.3g} FLOP/s x {a['mfu']} MFU"
             " (set `cost: {flops_per_second: ..., mfu: ...}` in the sweep file)"
         )
-    print(f"total: {total['flops']:.3g} FLOPs, {total['device_hours']:.3g} device-hours")
-    return 0
+    lines.append(f"total: {_fmt(total['flops'], '.3g')} FLOPs, {_fmt(total['device_hours'], '.3g')} device-hours")
+    return lines
+
+
+def _total(values: Iterable[float | None]) -> float | None:
+    xs = list(values)
+    return None if any(x is None for x in xs) else float(sum(x for x in xs if x is not None))
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "?" if value is None else format(value, spec)
+
+
+def _tokens(value: float | None) -> str:
+    return "?" if value is None else f"{value / 1e6:.3g}M"
 
 
 def launch_problem(spec: Sweep) -> str | None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ablate.devices import device_kind
+from ablate.devices import device_kind, devices_of
+from ablate.sweep.budgets import trial_budget
 from ablate.sweep.spec import Sweep, Trial, describe_trial
 
 # Throughput assumptions of the dry-run cost estimate, unless the sweep file's `cost:` says otherwise.
@@ -21,34 +22,35 @@ DEFAULT_COST = {
 }
 
 
-def devices_of(trainer: dict[str, Any]) -> int:
-    """Devices one trial trains on: trainer.devices (a count or a list) x trainer.num_nodes."""
-    d = trainer.get("devices", 1)
-    n = len(d) if isinstance(d, list) else (int(d) if isinstance(d, int) or str(d).isdigit() else 1)
-    return n * int(trainer.get("num_nodes", 1) or 1)
-
-
 def estimate(sweep: Sweep, t: Trial) -> dict[str, Any]:
-    """Parameters, training FLOPs and device-hours of one trial, from its config alone."""
+    """Parameters, budget, training FLOPs and device-hours of one trial, from its config (and, for its
+    epochs and target tokens, the prepared data's statistics: :mod:`ablate.sweep.budgets`). FLOPs and
+    device-hours are None for a budget in epochs or tokens whose data is not prepared yet."""
     from ablate.config.size import count_parameters, plain_section, train_flops  # closed forms: no torch
 
     c = t.config
     model, vocab_size = plain_section(c["model"]), c["data"]["vocab_size"]
     devices = devices_of(c["trainer"])
     per_step = c["data"]["max_tokens"] * devices * c["train"]["accumulate_grad_batches"]
-    tokens = float(per_step) * c["train"]["max_steps"]
+    budget = trial_budget(c)
     kind = device_kind(c["trainer"].get("accelerator"))
     assumption = {**DEFAULT_COST[kind], **sweep.cost}
-    flops = train_flops(model, vocab_size, tokens, tokens)
-    device_s = flops / (assumption["flops_per_second"] * assumption["mfu"])
+    flops = device_s = None
+    if budget.steps is not None:
+        tokens = float(per_step) * budget.steps
+        flops = train_flops(model, vocab_size, tokens, tokens)
+        device_s = flops / (assumption["flops_per_second"] * assumption["mfu"])
     return {
         **describe_trial(t),
         "params": int(count_parameters(model, vocab_size)),
         "tokens_per_step": per_step,
-        "steps": c["train"]["max_steps"],
+        "steps": budget.steps,
+        "budget": budget.rule,
+        "epochs": budget.epochs,
+        "target_tokens": budget.target_tokens,
         "devices": devices,
         "flops": flops,
-        "device_hours": device_s / 3600.0,
-        "wall_hours": device_s / 3600.0 / devices,
+        "device_hours": device_s / 3600.0 if device_s is not None else None,
+        "wall_hours": device_s / 3600.0 / devices if device_s is not None else None,
         "assumption": {"device": kind, **assumption, "source": "sweep file cost:" if sweep.cost else "default"},
     }

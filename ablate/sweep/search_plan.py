@@ -9,7 +9,7 @@ of their steps (a median pruner's textbook behaviour on curves that do not cross
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ablate.sweep.cost import estimate
@@ -42,12 +42,12 @@ def search_plan(sweep: Sweep) -> dict[str, Any]:
                 **e,
                 "trials": spec.n_trials,
                 "final_seeds": list(seeds[1:]),
-                "bound_device_hours": e["device_hours"] * runs,
-                "bound_flops": e["flops"] * runs,
+                "bound_device_hours": _times(e["device_hours"], runs),
+                "bound_flops": _times(e["flops"], runs),
             }
         )
     saving = pruning_saving(spec)
-    bound = sum(r["bound_device_hours"] for r in rows)
+    bound = _sum(r["bound_device_hours"] for r in rows)
     return {
         "sweep": sweep.name,
         "file": str(sweep.path),
@@ -66,11 +66,25 @@ def search_plan(sweep: Sweep) -> dict[str, Any]:
         "rows": rows,
         "total": {
             "bound_device_hours": bound,
-            "bound_flops": sum(r["bound_flops"] for r in rows),
+            "bound_flops": _sum(r["bound_flops"] for r in rows),
             "expected_pruning_saving": saving,
-            "expected_device_hours": bound * (1 - saving),
+            "expected_device_hours": _times(bound, 1 - saving),
         },
     }
+
+
+def _times(x: float | None, n: float) -> float | None:
+    return None if x is None else x * n
+
+
+def _sum(xs: Iterable[float | None]) -> float | None:
+    """The sum, or None when one term is unknown (a budget in epochs whose data is not prepared yet)."""
+    values = list(xs)
+    return None if any(x is None for x in values) else float(sum(x for x in values if x is not None))
+
+
+def _g(x: float | None) -> str:
+    return "?" if x is None else f"{x:.3g}"
 
 
 def print_search_plan(sweep: Sweep, as_json: bool) -> int:
@@ -95,16 +109,16 @@ def print_search_plan(sweep: Sweep, as_json: bool) -> int:
     for r in plan["rows"]:
         runs = r["trials"] + len(r["final_seeds"])
         print(
-            f"{r['row']:<{width}}  {r['params'] / 1e6:>7.1f}M  {r['device_hours']:>11.3g}  {runs:>4}  "
-            f"{r['bound_device_hours']:>11.3g}  {' '.join(r['overrides'])}"
+            f"{r['row']:<{width}}  {r['params'] / 1e6:>7.1f}M  {_g(r['device_hours']):>11}  {runs:>4}  "
+            f"{_g(r['bound_device_hours']):>11}  {' '.join(r['overrides'])}"
         )
     print(
-        f"bound: {total['bound_flops']:.3g} FLOPs, {total['bound_device_hours']:.3g} device-hours (every trial to "
+        f"bound: {_g(total['bound_flops'])} FLOPs, {_g(total['bound_device_hours'])} device-hours (every trial to "
         "the end, at each row's own config)"
     )
     if total["expected_pruning_saving"]:
         print(
-            f"expected with pruning: {total['expected_device_hours']:.3g} device-hours "
+            f"expected with pruning: {_g(total['expected_device_hours'])} device-hours "
             f"(-{total['expected_pruning_saving']:.0%}; assumption: {PRUNED_SHARE:.0%} of the trials after the "
             f"pruner's start-up trials stop at {PRUNED_AT:.0%} of their steps)"
         )

@@ -70,11 +70,14 @@ def final_metrics(
     t0: float,
     run_id: str,
     timing: dict[str, float | None] | None = None,
+    budget: Any = None,
 ) -> dict[str, Any]:
     """Dev and test metrics of the final model -> metrics.json, outputs/<split>.hyp and .nll.
 
     ``timing`` (seconds: startup_s, data_s, setup_s, fit_s) joins the metrics with the final evaluation's
-    own time, for the sweep's efficiency line (ablate.sweep.efficiency).
+    own time, for the sweep's efficiency line (ablate.sweep.efficiency). ``budget``
+    (:class:`ablate.data.budget.Budget`) adds the rule that set the steps and the epochs and target
+    tokens they came to.
     """
     from ablate.model.build import count_parameters
 
@@ -95,6 +98,7 @@ def final_metrics(
             **_timing(timing or {}, monitor.train_seconds, time.monotonic() - t_eval),
             "step": step,
             "epoch": int(trainer.current_epoch),
+            **_budget(budget),
             "checkpoint": used,
             "checkpoint_step": used_step,
             "wandb_run_id": run_id if wandb_mode(cfg.logging.wandb) != "disabled" else None,
@@ -130,3 +134,10 @@ def _score_splits(cfg: DictConfig, system: Any, prepared: Any, rd: RunDir, dev_n
         metrics.update(result.metrics)
         write_outputs(rd, split, result)
     return metrics
+
+
+def _budget(budget: Any) -> dict[str, Any]:
+    """The declared budget and what it came to (epochs and target tokens of the steps planned)."""
+    if budget is None:
+        return {}
+    return {"budget": budget.rule, "budget_epochs": budget.epochs, "budget_target_tokens": budget.target_tokens}

@@ -20,6 +20,8 @@ from ablate.rundir import RunDir, RunDirError
 _RESUME_MAY_CHANGE = {"trainer", "eval", "logging"}
 _TRAIN_MAY_CHANGE = {
     "max_steps",
+    "epochs",
+    "target_tokens",
     "max_epochs",
     "max_time_minutes",
     "val_every_steps",

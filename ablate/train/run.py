@@ -96,12 +96,10 @@ def train(
     """Train and evaluate one configuration; returns (and writes to metrics.json) the final metrics."""
     import lightning.pytorch as pl
 
-    from ablate.data.prepare import prepare_data
     from ablate.train.fast import fast_path
     from ablate.train.final import final_metrics
     from ablate.train.host import keep_freed_memory
     from ablate.train.lengths import check_positions
-    from ablate.train.provenance import provenance
     from ablate.train.system import TranslationSystem
     from ablate.train.trainer import build_trainer
 
@@ -109,7 +107,7 @@ def train(
     timing: dict[str, float | None] = {"startup_s": _startup_seconds()}
     keep_freed_memory()
     rd, resume_step = open_run_dir(cfg, output_dir, resume)
-    prepared = prepare_data(cfg.data, progress=cfg.logging.progress_bar)
+    prepared, budget = _prepare(cfg)
     timing["data_s"] = time.monotonic() - t0
     dm = _datamodule(cfg, prepared)
     pl.seed_everything(cfg.train.seed, workers=True, verbose=False)
@@ -117,11 +115,10 @@ def train(
     check_positions(cfg, prepared, system.model)  # before any step: a failure that would repeat
     run_id = wandb_id or wandb_run_id(cfg, rd.path)
     quiet_lightning()
-    trainer, monitor = build_trainer(cfg, rd, run_id, prepared, resume_step=resume_step, overrides=trainer_kwargs)
+    overrides = {"max_steps": budget.steps, **(trainer_kwargs or {})}
+    trainer, monitor = build_trainer(cfg, rd, run_id, prepared, resume_step=resume_step, overrides=overrides)
     fast_path(cfg, trainer)  # on a GPU: TF32, and which attention kernel the trial's shapes get
-    if trainer.is_global_zero:
-        rd.remove_stale_temps()  # of a killed writer (e.g. .last.ckpt.tmp-PID); nothing of ours is being written
-        rd.write_provenance(provenance(cfg, trainer, resumed=resume_step is not None, run_dir=rd.path))
+    _start_run_dir(cfg, rd, trainer, resume_step)
     status, metrics = "failed", {}
     try:
         t_fit = time.monotonic()
@@ -131,7 +128,7 @@ def train(
         if not trainer.is_global_zero:
             status = "done"
             return {}
-        metrics = final_metrics(cfg, trainer, system, prepared, rd, monitor, t0, run_id, timing)
+        metrics = final_metrics(cfg, trainer, system, prepared, rd, monitor, t0, run_id, timing, budget)
         _log_final(trainer, metrics)
         status = "done"
         return metrics
@@ -145,6 +142,40 @@ def train(
         if trainer.is_global_zero:
             _write_final_progress(rd, monitor.last, metrics, status, time.monotonic() - t0)
         _finish_wandb(trainer, status)
+
+
+def _prepare(cfg: DictConfig) -> tuple[Any, Any]:
+    """The prepared data (prepared now, or found in the cache) and the budget resolved on it."""
+    from ablate.data.prepare import prepare_data
+
+    prepared = prepare_data(cfg.data, progress=cfg.logging.progress_bar)
+    return prepared, resolve_budget(cfg, prepared)
+
+
+def _start_run_dir(cfg: DictConfig, rd: RunDir, trainer: Any, resume_step: int | None) -> None:
+    """Rank zero clears a killed writer's temporary files and records where the run came from."""
+    from ablate.train.provenance import provenance
+
+    if trainer.is_global_zero:
+        rd.remove_stale_temps()  # of a killed writer (e.g. .last.ckpt.tmp-PID); nothing of ours is being written
+        rd.write_provenance(provenance(cfg, trainer, resumed=resume_step is not None, run_dir=rd.path))
+
+
+def resolve_budget(cfg: DictConfig, prepared: Any) -> Any:
+    """The trial's steps, epochs and target tokens (train.epochs / train.target_tokens become steps here,
+    from the prepared data; cfg is left as declared, so its hash and the run's identity stay), logged once
+    (always when the budget is not in steps: what it came to is news)."""
+    from lightning.pytorch.utilities import rank_zero_only
+
+    from ablate.data.budget import resolve
+    from ablate.devices import devices_of
+
+    stats = prepared.epoch_stats(int(cfg.data.max_tokens))
+    devices = devices_of(cfg.trainer, count_visible=True)
+    budget = resolve(cfg.train, stats, devices, int(cfg.train.accumulate_grad_batches))
+    if rank_zero_only.rank == 0 and (cfg.logging.progress_bar or budget.rule != "train.max_steps"):
+        print(f"[train] {budget.line()} ({stats.pairs:,} pairs, {devices} device(s))", file=sys.stderr, flush=True)
+    return budget
 
 
 def _datamodule(cfg: DictConfig, prepared: Any) -> Any:

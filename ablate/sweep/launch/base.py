@@ -128,7 +128,7 @@ class Launcher:
             self._cost_cache = {}
         for t in self.sweep.trials:  # a search adds trials as it samples them
             if t.trial_id not in self._cost_cache:
-                self._cost_cache[t.trial_id] = float(estimate(self.sweep, t)["flops"])
+                self._cost_cache[t.trial_id] = float(estimate(self.sweep, t)["flops"] or 0.0)  # None: not known yet
         return self._cost_cache
 
     def run(self, detach: bool = False, view: ProgressView | None = None) -> dict[str, int]:
@@ -172,7 +172,7 @@ class Launcher:
         if self._row_costs is None:
             from ablate.sweep.cost import estimate
 
-            self._row_costs = {t.row: float(estimate(self.sweep, t)["flops"]) for t in self.sweep.templates}
+            self._row_costs = {t.row: float(estimate(self.sweep, t)["flops"] or 0.0) for t in self.sweep.templates}
         for line in self.searcher.step(room, self._row_costs):
             view.note(line)
         self.sweep = self.searcher.sweep
