@@ -89,6 +89,24 @@ def scalenorm_params(d_model: int, eps: float = 1e-5) -> int:
     return 1
 
 
+def qknorm_params(d_model: int, n_heads: int, d_k: int, d_v: int, eps: float = 1e-6) -> int:
+    """mha's, plus the RMSNorm gains of the queries and of the keys (d_k each, shared by the heads)."""
+    return mha_params(d_model, n_heads, d_k, d_v) + 2 * d_k
+
+
+def talking_heads_params(d_model: int, n_heads: int, d_k: int, d_v: int) -> int:
+    """mha's, plus the two h x h mixing matrices (before and after the softmax)."""
+    return mha_params(d_model, n_heads, d_k, d_v) + 2 * n_heads * n_heads
+
+
+def dyt_params(d_model: int, alpha: float = 0.5) -> int:
+    return 2 * d_model + 1  # gain and bias per feature, one alpha
+
+
+def one_param(**_: object) -> int:
+    return 1
+
+
 def ffn_params(d_model: int, d_ff: int) -> int:
     return (d_model + 1) * d_ff + (d_ff + 1) * d_model
 
@@ -133,11 +151,14 @@ BUILTIN: dict[str, dict[str, Variant]] = {
         ("mha", _ATTENTION, mha_params),
         ("gqa", f"{_ATTENTION} n_kv_heads", gqa_params),
         ("mqa", _ATTENTION, mqa_params),
+        ("qknorm", f"{_ATTENTION} eps", qknorm_params),
+        ("talking_heads", _ATTENTION, talking_heads_params),
     ),
     "norm": _variants(
         ("layernorm", "d_model eps", layernorm_params),
         ("rmsnorm", "d_model eps", rmsnorm_params),
         ("scalenorm", "d_model eps", scalenorm_params),
+        ("dyt", "d_model alpha", dyt_params),
     ),
     "ffn": _variants(
         ("relu", "d_model d_ff", ffn_params),
@@ -154,6 +175,7 @@ BUILTIN: dict[str, dict[str, Variant]] = {
         ("pre", "norms dropout", no_params, 1, True),
         ("sandwich", "norms dropout", no_params, 2, True),
         ("deepnorm", "norms dropout n_enc_layers n_dec_layers stack", no_params, 1, False),
+        ("rezero", "norms dropout", one_param, 0, False),
     ),
 }
 

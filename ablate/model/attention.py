@@ -2,7 +2,9 @@
 
 Registered here: ``mha``, scaled dot-product attention over h heads with query/key width d_k and
 value width d_v chosen independently of d_model / h (Table 3 rows A and B); ``gqa`` (grouped-query:
-n_kv_heads key/value heads shared by groups of query heads) and ``mqa`` (one key/value head).
+n_kv_heads key/value heads shared by groups of query heads), ``mqa`` (one key/value head), ``qknorm``
+(queries and keys RMS-normalized per head before the dot product) and ``talking_heads`` (the heads'
+logits and weights mixed across heads before and after the softmax).
 
 The protocol every attention class follows
 ------------------------------------------
@@ -31,11 +33,22 @@ changes: the projections (``project_q`` / ``project_kv``) or the scores (``atten
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ablate.config.variants import attention_params, check_heads, default_kv_heads, gqa_params, mha_params, mqa_params
+from ablate.config.variants import (
+    attention_params,
+    check_heads,
+    default_kv_heads,
+    gqa_params,
+    mha_params,
+    mqa_params,
+    qknorm_params,
+    talking_heads_params,
+)
 from ablate.registry import Registry
 
 ATTENTION: Registry[type[nn.Module]] = Registry("attention", "how queries attend to keys and values")
@@ -165,3 +178,56 @@ class MultiQueryAttention(Attention):
         super().__init__(d_model, n_heads, d_k, d_v, dropout, kv_heads=1)
 
     num_params = staticmethod(mqa_params)
+
+
+@ATTENTION.register("qknorm")
+class QKNormAttention(Attention):
+    """Queries and keys RMS-normalized per head before the dot product (QK-norm; Dehghani et al. 2023).
+
+    Each has a learned gain over d_k, shared by the heads; normalizing bounds the logits (ViT-22B's
+    fix for diverging attention; Henry et al. 2020 normalize by the L2 norm with a learned scale).
+    Rotary positions rotate the normalized vectors."""
+
+    def __init__(self, d_model: int, n_heads: int, d_k: int, d_v: int, dropout: float = 0.0, eps: float = 1e-6) -> None:
+        super().__init__(d_model, n_heads, d_k, d_v, dropout)
+        self.q_norm, self.k_norm = nn.RMSNorm(d_k, eps=eps), nn.RMSNorm(d_k, eps=eps)
+
+    num_params = staticmethod(qknorm_params)
+
+    def project_q(self, x: Tensor) -> Tensor:
+        return self.q_norm(super().project_q(x))
+
+    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        k, v = super().project_kv(x)
+        return self.k_norm(k), v
+
+    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        q, k, v = super().project_qkv(x)
+        return self.q_norm(q), self.k_norm(k), v
+
+
+@ATTENTION.register("talking_heads")
+class TalkingHeadsAttention(Attention):
+    """Heads' logits and weights mixed by learned h x h maps around the softmax (Shazeer et al. 2020).
+
+    "Talking-Heads Attention": both maps start as the identity, so the layer starts as ``mha``. The
+    mixing needs the logits, so the scores are computed here, not by a fused kernel."""
+
+    def __init__(self, d_model: int, n_heads: int, d_k: int, d_v: int, dropout: float = 0.0) -> None:
+        super().__init__(d_model, n_heads, d_k, d_v, dropout)
+        self.pre_mix = nn.Parameter(torch.eye(n_heads))
+        self.post_mix = nn.Parameter(torch.eye(n_heads))
+
+    num_params = staticmethod(talking_heads_params)
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, is_causal: bool) -> Tensor:
+        logits = torch.einsum("bhqk,hg->bgqk", q @ k.transpose(-2, -1) / math.sqrt(self.d_k), self.pre_mix)
+        lowest = torch.finfo(logits.dtype).min  # not -inf: a fully masked row (padding) stays finite
+        if is_causal:
+            t_q, t_k = logits.shape[-2:]
+            logits = logits.masked_fill(~torch.ones(t_q, t_k, dtype=torch.bool, device=q.device).tril(), lowest)
+        if attn_mask is not None:
+            logits = logits.masked_fill(~attn_mask, lowest) if attn_mask.dtype == torch.bool else logits + attn_mask
+        weights = torch.einsum("bhqk,hg->bgqk", logits.softmax(dim=-1), self.post_mix)
+        weights = F.dropout(weights, self.dropout, self.training)
+        return weights @ v

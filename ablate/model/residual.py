@@ -2,7 +2,8 @@
 
 Registered here: ``post`` (the paper's ``Norm(x + Dropout(f(x)))``), ``pre`` (``x + Dropout(f(Norm(x)))``
 plus a final norm per stack), ``sandwich`` (peri-LN: a norm before and after the sub-layer) and
-``deepnorm`` (DeepNet's ``Norm(alpha * x + f(x))`` with the sub-layers' init scaled by beta).
+``deepnorm`` (DeepNet's ``Norm(alpha * x + f(x))`` with the sub-layers' init scaled by beta) and
+``rezero`` (``x + alpha * f(x)`` with one learned alpha per sub-layer starting at 0, and no norm).
 
 The protocol every residual class follows
 -----------------------------------------
@@ -29,7 +30,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ablate.config.variants import no_params
+from ablate.config.variants import no_params, one_param
 from ablate.model.dropout import Dropout
 from ablate.registry import Registry
 
@@ -131,3 +132,22 @@ class DeepNorm(Residual):
 
     def forward(self, x: Tensor, sublayer: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
         return self.norm(self.alpha * x + self.dropout(sublayer(x, *args, **kwargs)))
+
+
+@RESIDUAL.register("rezero")
+class ReZero(Residual):
+    """x + alpha * Dropout(f(x)) with a learned alpha that starts at 0, and no norm (Bachlechner et al. 2020).
+
+    "ReZero is All You Need": every layer starts as the identity. The norm slot is not used
+    (``norms_per_sublayer = 0``)."""
+
+    norms_per_sublayer = 0
+
+    def __init__(self, norms: Sequence[nn.Module], dropout: float) -> None:
+        super().__init__(norms, dropout)
+        self.alpha = nn.Parameter(torch.zeros(()))
+
+    num_params = staticmethod(one_param)
+
+    def forward(self, x: Tensor, sublayer: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
+        return x + self.alpha * self.dropout(sublayer(x, *args, **kwargs))

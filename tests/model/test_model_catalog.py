@@ -56,7 +56,9 @@ def test_without_ablate_model_a_lookup_answers_from_the_catalogue(catalogue_only
     with pytest.raises(RegistryError) as light:
         lookup("attention", "mah")
     assert str(light.value) == SLOT_REGISTRIES["attention"].unknown_message("mah")
-    assert str(light.value) == "unknown attention 'mah'; did you mean 'mqa'? (valid: gqa, mha, mqa)"
+    assert (
+        str(light.value) == "unknown attention 'mah'; did you mean 'mqa'? (valid: gqa, mha, mqa, qknorm, talking_heads)"
+    )
 
 
 SLOTS: list[tuple[str, Any]] = [
