@@ -18,6 +18,13 @@ plus every slot arg (the loader refuses an arg the constructor does not accept):
 - residual:   ``norms`` (``cls.norms_per_sublayer`` built norms), ``dropout`` (= model.dropout),
   ``n_enc_layers, n_dec_layers, stack`` ("encoder" | "decoder")
 
+Initial weights pair across rows: every part (an embedding, one layer's self-attention, FFN, ...) is
+drawn from its own random stream, seeded by the global seed and the part's place in the model. Two
+rows of a sweep at the same seed start from the same weights wherever their shapes agree (a row with
+another d_ff draws only its FFNs anew), and the global stream after the build (dropout) does not
+depend on how many numbers the init drew, so a row-minus-base difference cancels that noise. Before,
+one stream drew every part in turn, and any change of shape moved every draw after it.
+
 Parameter counts are closed form: every registered class may define ``num_params`` (a staticmethod or
 classmethod taking the constructor's keywords) in its own class body. A class that does not (or
 inherits it) is built once on the meta device, which allocates nothing, and its parameters counted.
@@ -26,8 +33,9 @@ The counting needs no torch (ablate/config/size.py): the dry run counts built-in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import hashlib
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import torch
 from omegaconf import DictConfig, OmegaConf
@@ -40,6 +48,8 @@ from ablate.config.size import train_flops as estimate_flops
 from ablate.data.special import PAD_ID
 from ablate.model.slots import Slot, model_slots
 from ablate.model.transformer import DecoderLayer, EncoderLayer, Transformer
+
+T = TypeVar("T")
 
 
 def _section(model_cfg: Any) -> DictConfig:
@@ -65,6 +75,33 @@ def _embedding(vocab_size: int, d_model: int, pad_id: int) -> nn.Embedding:
     return emb
 
 
+def _embeddings(m: DictConfig, vocab_size: int, pad_id: int) -> tuple[nn.Embedding, nn.Embedding, nn.Linear | None]:
+    """Source and target embeddings and the pre-softmax projection (None: tied to the embeddings)."""
+    src_embed = _embedding(vocab_size, m.d_model, pad_id)
+    if m.tie_embeddings:  # one matrix for source, target and the pre-softmax projection (section 3.4)
+        return src_embed, src_embed, None
+    tgt_embed = _embedding(vocab_size, m.d_model, pad_id)
+    out_proj = nn.Linear(m.d_model, vocab_size, bias=False)
+    nn.init.normal_(out_proj.weight, mean=0.0, std=m.d_model**-0.5)
+    return src_embed, tgt_embed, out_proj
+
+
+class _PartStreams:
+    """One random stream per part of the model: ``part(name, build)`` runs ``build`` with the global CPU
+    generator seeded from (one draw of the global stream, ``name``) and restores the generator after."""
+
+    def __init__(self) -> None:
+        self.base = int(
+            torch.randint(0, 2**62, (1,), device="cpu").item()
+        )  # the only draw the build takes from the global stream
+
+    def part(self, name: str, build: Callable[[], T]) -> T:
+        seed = int.from_bytes(hashlib.sha256(f"{self.base}:{name}".encode()).digest()[:8], "little") >> 1
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            return build()
+
+
 def build_model(model_cfg: DictConfig, vocab_size: int, pad_id: int = PAD_ID) -> Transformer:
     """Build the encoder-decoder Transformer a loaded ``model`` section describes (see the module docstring)."""
     if vocab_size <= pad_id or vocab_size < 2:
@@ -74,31 +111,33 @@ def build_model(model_cfg: DictConfig, vocab_size: int, pad_id: int = PAD_ID) ->
     n_enc, n_dec = enc_dec_layers(m)
     norm, attn, ffn = slots["norm"], slots["attention"], slots["ffn"]
     enc_res, dec_res = slots["enc_residual"], slots["dec_residual"]
+    rng = _PartStreams()
 
     def residuals(slot: Slot, n: int) -> list[nn.Module]:
         return [slot.build(norms=[norm.build() for _ in range(slot.cls.norms_per_sublayer)]) for _ in range(n)]
 
-    src_embed = _embedding(vocab_size, m.d_model, pad_id)
-    if m.tie_embeddings:  # one matrix for source, target and the pre-softmax projection (section 3.4)
-        tgt_embed, out_proj = src_embed, None
-    else:
-        tgt_embed = _embedding(vocab_size, m.d_model, pad_id)
-        out_proj = nn.Linear(m.d_model, vocab_size, bias=False)
-        nn.init.normal_(out_proj.weight, mean=0.0, std=m.d_model**-0.5)
+    def encoder_layer(i: int) -> EncoderLayer:
+        parts = (f"encoder.{i}.{p}" for p in ("self_attn", "ffn", "residuals"))
+        built = [rng.part(n, b) for n, b in zip(parts, (attn.build, ffn.build, lambda: residuals(enc_res, 2)))]
+        return EncoderLayer(*built)
 
-    encoder = [EncoderLayer(attn.build(), ffn.build(), residuals(enc_res, 2)) for _ in range(n_enc)]
-    decoder = [DecoderLayer(attn.build(), attn.build(), ffn.build(), residuals(dec_res, 3)) for _ in range(n_dec)]
+    def decoder_layer(i: int) -> DecoderLayer:
+        parts = (f"decoder.{i}.{p}" for p in ("self_attn", "cross_attn", "ffn", "residuals"))
+        builds = (attn.build, attn.build, ffn.build, lambda: residuals(dec_res, 3))
+        return DecoderLayer(*[rng.part(n, b) for n, b in zip(parts, builds)])
+
+    src_embed, tgt_embed, out_proj = rng.part("embeddings", lambda: _embeddings(m, vocab_size, pad_id))
     return Transformer(
         src_embed=src_embed,
         tgt_embed=tgt_embed,
         out_proj=out_proj,
-        src_positional=slots["src_positional"].build(),
-        tgt_positional=slots["tgt_positional"].build(),
-        encoder_layers=encoder,
-        decoder_layers=decoder,
+        src_positional=rng.part("src_positional", slots["src_positional"].build),
+        tgt_positional=rng.part("tgt_positional", slots["tgt_positional"].build),
+        encoder_layers=[encoder_layer(i) for i in range(n_enc)],
+        decoder_layers=[decoder_layer(i) for i in range(n_dec)],
         # pre-norm-like placements leave each stack's output unnormalized: they ask for a final norm
-        encoder_norm=norm.build() if enc_res.cls.final_norm else None,
-        decoder_norm=norm.build() if dec_res.cls.final_norm else None,
+        encoder_norm=rng.part("encoder_norm", norm.build) if enc_res.cls.final_norm else None,
+        decoder_norm=rng.part("decoder_norm", norm.build) if dec_res.cls.final_norm else None,
         d_model=m.d_model,
         dropout=m.dropout,
         scale_embeddings=m.scale_embeddings,

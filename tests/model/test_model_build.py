@@ -97,3 +97,29 @@ def test_the_replaced_norm_placement_flag_maps_to_the_residual_slot(tiny_model_c
     assert "norm_placement" not in to_dict(later)["model"]
     with pytest.raises(ConfigError, match=r"^both: model\.norm_placement: set model\.residual only"):
         load_config(layers=[("both", {"model": {"residual": "sandwich", "norm_placement": "pre"}})])
+
+
+def _seeded_build(seed: int, *overrides: str) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """The initial weights of a small model at ``seed`` and the next draws of the global stream (dropout's)."""
+    from ablate.config import load_config
+
+    torch.manual_seed(seed)
+    base = ["model.n_layers=2", "model.d_model=32", "model.d_ff=64", "model.n_heads=4", *overrides]
+    model = build_model(load_config(None, base).model, 50)
+    return model.state_dict(), torch.rand(4)
+
+
+def test_rows_at_one_seed_start_from_the_same_weights_wherever_shapes_agree():
+    base, base_next = _seeded_build(7)
+    for row in (["model.d_ff=128"], ["model.n_heads=1", "model.d_k=32", "model.d_v=32"], ["model.n_layers=3"]):
+        weights, after = _seeded_build(7, *row)
+        shared = [k for k in base if k in weights and base[k].shape == weights[k].shape]
+        assert len(shared) >= 30 and all(torch.equal(base[k], weights[k]) for k in shared), row
+        assert torch.equal(after, base_next), row  # the dropout stream does not move with the init's draws
+    wide, _ = _seeded_build(7, "model.d_ff=128")
+    assert wide["encoder_layers.0.ffn.w1.weight"].shape != base["encoder_layers.0.ffn.w1.weight"].shape
+    other, other_next = _seeded_build(8)
+    assert not torch.equal(
+        other["encoder_layers.0.self_attn.in_proj.weight"], base["encoder_layers.0.self_attn.in_proj.weight"]
+    )
+    assert not torch.equal(other_next, base_next)
