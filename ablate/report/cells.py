@@ -21,6 +21,7 @@ from ablate.report.evidence import LEARNED_RATIO
 from ablate.report.fidelity import Fidelity
 from ablate.report.learning import STILL_IMPROVING
 from ablate.report.paper import CITATION
+from ablate.report.published import published_legend
 from ablate.report.table import Evidence, ReportRow, Stat, Table3
 
 MARKERS = {"waiting": "…", "running": "running", "failed": "failed"}
@@ -213,7 +214,7 @@ def legend(table: Table3, terminal: bool = False) -> list[str]:
     ]
     if table.bleu_withheld:
         lines.append(f"BLEU withheld: {table.bleu_withheld}.")
-    lines += learning_lines(table)
+    lines += learning_lines(table) + published_legend(table)
     deviation = paper_deviations(base.settings) if base is not None and table.has_paper else None
     if deviation:  # e.g. the mini table's pre-norm recipe: say so wherever the table is read
         lines.append(

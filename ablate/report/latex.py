@@ -7,6 +7,8 @@ from __future__ import annotations
 from ablate.report.cells import drop_paper_columns, notes, table_cells, verdict_legend
 from ablate.report.fidelity import fidelity
 from ablate.report.paper import COLUMN_KEYS, COLUMNS
+from ablate.report.published import HEADER as PUBLISHED
+from ablate.report.published import add_published_column
 from ablate.report.search_view import legend_lines, spec_text, title
 from ablate.report.table import Table3
 
@@ -76,6 +78,7 @@ def _latex_headers(table: Table3) -> list[str]:
 
 def render_latex(table: Table3) -> str:
     heads, body = drop_paper_columns(table, _latex_headers(table), table_cells(table))
+    add_published_column(table, heads, body, _tex(PUBLISHED))
     lines = [
         "% " + title(table),
         *([f"% each row at its {spec_text(table.search)}"] if table.search is not None else []),

@@ -29,6 +29,7 @@ from ablate.report.errors import ReportError
 from ablate.report.fidelity import fidelity
 from ablate.report.learning import STILL_IMPROVING
 from ablate.report.paper import CITATION, COLUMN_KEYS
+from ablate.report.published import add_published_column, has_published, published_record
 from ablate.report.search_view import CSV_FIELDS as SEARCH_CSV_FIELDS
 from ablate.report.search_view import csv_record, legend_lines, spec_record, spec_text, title
 from ablate.report.table import Evidence, ReportRow, Table3
@@ -76,9 +77,10 @@ def _search_cells(table: Table3, body: list[list[str]]) -> list[str]:
 def render_md(table: Table3) -> str:
     body = table_cells(table)
     heads, body = drop_paper_columns(table, _search_cells(table, body), body)
+    add_published_column(table, heads, body)
     widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(heads)]
     # right-align numbers, as a reader scans them by column; "other changes" and a search's columns are text
-    text = {dict(table.columns).get(OTHER_KEY), "tuned (best params)", "search"}
+    text = {dict(table.columns).get(OTHER_KEY), "tuned (best params)", "search"}  # the rest are numbers
     numeric = {i for i, h in enumerate(heads) if i >= 2 and h not in text}
 
     def line(cells: list[str]) -> str:
@@ -153,6 +155,7 @@ def row_record(row: ReportRow, table: Table3 | None = None) -> dict[str, Any]:
         "learning": learning_note(table, row),  # does not translate yet | undertrained | still improving | None
         "params": row.params,
         "paper_params_m": row.paper.params_m if row.paper else None,
+        **published_record(row),
         "n_done": row.n_done,
         "n_trials": row.n_trials,
         "status": row.pending or ("done" if row.n_done == row.n_trials else "partial"),
@@ -252,6 +255,7 @@ def render_csv(table: Table3) -> str:
     extra = [key for key, _ in table.columns if key not in COLUMN_KEYS]  # the slot / "other" columns it has
     fields = CSV_FIELDS[: 3 + len(COLUMN_KEYS)] + extra + CSV_FIELDS[3 + len(COLUMN_KEYS) :]
     fields += SEARCH_CSV_FIELDS if table.search is not None else []
+    fields += list(published_record(table.rows[0])) if has_published(table) else []
     writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for row in table.rows:

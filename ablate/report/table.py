@@ -27,6 +27,7 @@ from ablate.eval.significance import Comparison
 from ablate.report.columns import OTHER_KEY, other_changes, slot_settings, table_columns
 from ablate.report.errors import ReportError
 from ablate.report.paper import PAPER, PaperRow, paper_delta, settings_of
+from ablate.report.published import published_for
 from ablate.report.verdicts import decide
 
 # The metrics the table reads from a trial (keys written by training; see docs/architecture.md).
@@ -116,6 +117,7 @@ class ReportRow:
     still_improving: float | None = None  # share dev PPL fell over the last quarter of training (mean over seeds)
     curves: list[list[tuple[int, float]]] = field(default_factory=list)  # (step, dev PPL) per finished seed
     search: Any = None  # a search sweep's row: its ablate.report.search_view.TunedRow (None: a grid row)
+    published: Any = None  # another study's figure for the same change (ablate.report.published), if any
 
     @property
     def n_trials(self) -> int:
@@ -307,6 +309,7 @@ def build_table(
     for row in rows:
         if row.is_base:
             continue
+        row.published = published_for(row.changed) if row.paper is None else None
         if row.ppl and base.ppl:
             row.ppl_delta = row.ppl.mean - base.ppl.mean
         if row.bleu and base.bleu:

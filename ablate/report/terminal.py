@@ -23,6 +23,7 @@ from ablate.report.cells import (
 )
 from ablate.report.columns import OTHER_KEY
 from ablate.report.fidelity import fidelity
+from ablate.report.published import add_published_column, has_published, published_cell
 from ablate.report.search_view import legend_lines, spec_text, title
 from ablate.report.table import ReportRow, Table3
 
@@ -75,7 +76,8 @@ def _row_cells(table: Table3, row: ReportRow, group: str) -> list[str]:
 
 HEADERS = ["", "row", "changes", "dev PPL (Δ)", "paper Δ", "dev BLEU (Δ)", "paper Δ", "runs"]
 TUNED_HEADER = "tuned"  # a search table's best params, when they fit
-RIGHT = {"dev PPL (Δ)", "paper Δ", "dev BLEU (Δ)"}  # numbers right-aligned
+PUBLISHED = "Narang Δ"  # another study's BLEU delta for the same change (the legend says whose)
+RIGHT = {"dev PPL (Δ)", "paper Δ", "dev BLEU (Δ)", PUBLISHED}  # numbers right-aligned
 
 
 def _head(table: Table3) -> list[str]:
@@ -103,6 +105,18 @@ def _fit(widths: list[int]) -> list[int]:
 
 def _widths(headers: list[str], body: list[list[str]]) -> list[int]:
     return [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
+
+
+def _published_column(headers: list[str], body: list[list[str]], table: Table3) -> bool:
+    """Add another study's figures as a column when some row has one and the table still fits WIDTH
+    unshrunk; otherwise they go to a line under the table."""
+    if not has_published(table):
+        return False
+    widths = _widths([*headers, PUBLISHED], [[*r, published_cell(row)] for r, row in zip(body, table.rows)])
+    if sum(widths) + 2 * (len(widths) - 1) > WIDTH:
+        return False
+    add_published_column(table, headers, body, PUBLISHED)
+    return True
 
 
 def _tuned_column(headers: list[str], body: list[list[str]], table: Table3) -> bool:
@@ -154,6 +168,7 @@ def render_text(table: Table3) -> str:
         body.append(_row_cells(table, row, group_label(row.group) if row.group != previous else ""))
         previous = row.group
     headers, body = drop_paper_columns(table, list(HEADERS), body)
+    published = _published_column(headers, body, table)
     column = _tuned_column(headers, body, table)
     right = {i for i, h in enumerate(headers) if h in RIGHT}
     widths = _fit(_widths(headers, body))
@@ -165,6 +180,9 @@ def render_text(table: Table3) -> str:
 
     lines = [*_head(table), line(headers), line(["-" * w for w in widths]), *(line(r) for r in body), ""]
     lines += _tuned_list(table, params=not column)
+    if not published and has_published(table):  # no room for the column: the figures in one line
+        figures = ", ".join(f"{r.name} {published_cell(r)}" for r in table.rows if r.published is not None)
+        lines += textwrap.wrap(f"{PUBLISHED}: {figures}", WIDTH, subsequent_indent="  ") + [""]
     notes = [*legend(table, terminal=True), *legend_lines(table), *fidelity_lines(table, fidelity(table))]
     notes += [f"failed: {row.name} {failure}" for row in table.rows for failure in row.failures]
     for note in notes:

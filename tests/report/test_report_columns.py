@@ -101,3 +101,30 @@ def test_a_base_that_is_not_the_papers_says_so(make_trial, snapshot_results) -> 
     plain = build_table([make_trial("base", "base", "base", ppl=4.3, bleu=26.0, **SLOTS)], name="post")
     assert "differs from the paper" not in render(plain, "md")
     assert "differs from the paper" not in render(build_table(snapshot_results, name="snap"), "md")  # no slots known
+
+
+def test_published_figures_stand_beside_the_rows_that_make_the_same_change(make_trial) -> None:
+    trials = [
+        *_revisited(make_trial),
+        make_trial("swiglu", "ffn", None, ppl=5.9, bleu=20.4, **{**SLOTS, "model.ffn": "swiglu"}),
+        make_trial("relu2", "ffn", None, ppl=5.9, bleu=20.4, **{**SLOTS, "model.ffn": "relu2"}),  # not in their table
+    ]
+    table = build_table(trials, name="rev")
+    rows = {r.name: r for r in table.rows}
+    assert rows["swiglu"].published.bleu_delta == 0.40 and rows["rmsnorm"].published.bleu_delta == 0.52
+    assert rows["relu2"].published is None and rows["2023 recipe"].published is None  # several changes: none
+    assert rows["base"].published is None and rows["pre-norm"].published is None
+
+    md = render(table, "md")
+    header = next(line for line in md.splitlines() if line.startswith("|") and "row" in line)
+    assert header.rstrip(" |").endswith("Narang ΔBLEU")
+    swiglu = next(line for line in md.splitlines() if [c.strip() for c in line.split("|")[2:3]] == ["swiglu"])
+    assert swiglu.rstrip(" |").endswith("+0.40")
+    assert "Narang et al. 2021 (EMNLP), Table 1" in md
+    text = render(table, "text")
+    assert "Narang Δ: rmsnorm +0.52, swiglu +0.40" in text  # no room for a column beside the recipe's changes
+    record = json.loads(render(table, "json"))["rows"][6]
+    assert (record["published_row"], record["published_bleu"]) == ("Narang et al. 2021: SwiGLU", 27.02)
+    reader = list(csv.DictReader(io.StringIO(render(table, "csv"))))
+    assert reader[2]["published_bleu_delta"] == "0.52" and reader[7]["published_bleu_delta"] == ""
+    assert "Narang $\\Delta$BLEU" in render(table, "latex")

@@ -56,6 +56,7 @@ def _row(group: str, row: str, paper: str | None, changed: dict[str, Any], **val
         "params": 478208, "paper_params_m": None, "n_done": 1, "n_trials": 1, "status": "done", "failures": [],
         "learned": None, "no_bootstrap": None, "ppl_n": None, "bleu_n": None, "correction": "holm",
         "ppl_last_quarter_drop": None, "learning": None,
+        "published_row": None, "published_bleu": None, "published_bleu_delta": None,
     }  # fmt: skip
     for m in ("ppl", "bleu"):  # no run directories here: no bootstrap; one seed: no Welch
         rec[f"{m}_significant"] = None
