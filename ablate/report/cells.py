@@ -215,6 +215,12 @@ def legend(table: Table3, terminal: bool = False) -> list[str]:
     if table.bleu_withheld:
         lines.append(f"BLEU withheld: {table.bleu_withheld}.")
     lines += learning_lines(table) + published_legend(table)
+    if table.looks:
+        lines.append(
+            f"Adaptive seeds: rows got more seeds while undecided, deciding at up to {table.looks} looks, each at "
+            f"α/{table.looks} = {table.alpha:.3g}, so the chance of marking any row that does not differ stays ≤ "
+            f"{table.alpha * table.looks:.3g} over all looks."
+        )
     deviation = paper_deviations(base.settings) if base is not None and table.has_paper else None
     if deviation:  # e.g. the mini table's pre-norm recipe: say so wherever the table is read
         lines.append(

@@ -189,6 +189,7 @@ def render_json(table: Table3) -> str:
         "base_row": table.base.name if table.base else None,
         "alpha": table.alpha,
         "correction": table.correction,  # error control of the verdicts over the table's rows
+        "looks": table.looks,  # adaptive seeds: alpha above is per look, spread over this many
         "equivalence_margins": table.margins,  # ppl: relative, bleu: points
         "pairing": PAIRING,
         "unigram_floor": _r(table.floor),

@@ -162,6 +162,7 @@ class Table3:
     alpha: float = DEFAULT_ALPHA  # significance level of the marks
     correction: str = "holm"  # how the marks control the error over the table's rows (holm | bh | none)
     margins: dict[str, float] = field(default_factory=dict)  # equivalence margins: ppl (relative), bleu (points)
+    looks: int | None = None  # adaptive seeds: the looks alpha was spread over (alpha here is per look)
     floor: float | None = None  # dev PPL of a unigram model of the training targets (None: unknown)
     floor_note: str | None = None  # why there is no floor
     bleu_withheld: str | None = None  # why BLEU figures are withheld (base BLEU < 1, degenerate output)

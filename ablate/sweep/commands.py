@@ -58,6 +58,10 @@ def print_dry_run(sweep: Sweep, as_json: bool) -> int:
         print(json.dumps(out, indent=2))
         return 0
     print("\n".join(dry_run_lines(rows, total)))
+    if sweep.adaptive is not None:
+        a, hours = sweep.adaptive, total["device_hours"]
+        bound = f" (at most {hours * a.max / a.start:.3g} device-hours)" if hours is not None else ""
+        print(f"adaptive seeds: the {a.start} seeds above first; undecided rows get more, up to {a.max} each{bound}")
     return 0
 
 

@@ -26,6 +26,7 @@ from ablate.config.schema import hash_view
 from ablate.sweep.errors import SweepError
 from ablate.sweep.expand import as_layer, check_row, dotlist, expand_row, merge, set_dotted
 from ablate.sweep.search_spec import SearchSpec, read_search
+from ablate.sweep.seeds_spec import AdaptiveSeeds, read_adaptive
 from ablate.sweep.spec_checks import (
     check_launcher,
     check_numbers,
@@ -77,6 +78,7 @@ class SweepFile:
     layer: dict[str, Any]  # the file's `overrides:` as a nested mapping
     rows: tuple[Mapping[str, Any], ...]
     search: SearchSpec | None = None
+    adaptive: AdaptiveSeeds | None = None  # seeds: {start, max, until}: more seeds while rows are undecided
 
     @property
     def runs_dir(self) -> Path:
@@ -108,6 +110,7 @@ class Sweep:
     search: SearchSpec | None = None
     templates: tuple[Trial, ...] = ()
     source: SweepFile | None = None
+    adaptive: AdaptiveSeeds | None = None  # trials hold seeds 1..start and those the controller added
 
     @property
     def runs_dir(self) -> Path:
@@ -198,11 +201,19 @@ def read_sweep_file(path: str | Path) -> SweepFile:
         cost=cost,
         report=check_report(where, data.get("report")),
         runs_root=(file.parent / str(data.get("runs", "runs"))).resolve(),
-        seeds=check_seeds(where, data.get("seeds", [1])),
+        seeds=_seeds(where, data.get("seeds", [1])),
         layer=as_layer(f"{where}: overrides", data.get("overrides")),
         rows=tuple(rows),
         search=search,
+        adaptive=read_adaptive(where, data["seeds"]) if isinstance(data.get("seeds"), Mapping) else None,
     )
+
+
+def _seeds(where: str, seeds: Any) -> tuple[int, ...]:
+    """A list of seeds, or an adaptive ``{start, max}``'s first seeds 1..start."""
+    if isinstance(seeds, Mapping):
+        return tuple(range(1, read_adaptive(where, seeds).start + 1))
+    return check_seeds(where, seeds)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -295,6 +306,15 @@ def sample_trial(sweep: Sweep, row: str, params: Mapping[str, Any], seed: int, s
     raise SweepError(f"{sweep.path}: search: no row {row!r} in the sweep file (renamed since the search began?)")
 
 
+def seed_trial(sweep: Sweep, row: str, seed: int) -> Trial:
+    """The trial of ``row`` at another ``seed``: an adaptive sweep adds them while it runs."""
+    assert sweep.source is not None, "seed_trial needs an adaptive sweep"
+    for i, (r, label, paper, layer) in enumerate(_rows(sweep.source)):
+        if label == row:
+            return _make_trial(sweep.source, r, label, paper, layer, sweep.overrides, seed, i * SEARCH_ORDER + seed)
+    raise SweepError(f"{sweep.path}: seeds: no row {row!r} in the sweep file (renamed since the sweep began?)")
+
+
 def _search_templates(sf: SweepFile, overrides: Sequence[str]) -> tuple[Trial, ...]:
     """One unsampled trial per row; every bound and choice of every param is resolved once (first row)."""
     assert sf.search is not None
@@ -339,7 +359,8 @@ def expand(sf: SweepFile, overrides: Sequence[str] = ()) -> Sweep:
                 )
             seen_ids[t.trial_id] = label
             trials.append(t)
-    return Sweep(**header, **common, trials=tuple(trials), overrides=tuple(overrides))
+    adaptive = {"adaptive": sf.adaptive, "source": sf} if sf.adaptive is not None else {}
+    return Sweep(**header, **common, trials=tuple(trials), overrides=tuple(overrides), **adaptive)
 
 
 def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> Sweep:

@@ -20,7 +20,7 @@ SWEEP_KEYS = {
     "description": "free text",
     "experiment": "experiment file, relative to the sweep file",
     "overrides": "dotlist or mapping applied to every row",
-    "seeds": "every row runs once per seed (train.seed)",
+    "seeds": "every row runs once per seed (train.seed); {start, max, until: decided}: more only while undecided",
     "store": "sqlite (file beside the sweep file) | journal:PATH | any SQLAlchemy URL",
     "runs": "parent directory of the run directories, relative to the sweep file (default: runs)",
     "launcher": "{name: local|slurm, ...}",

@@ -154,12 +154,17 @@ class SweepStore:
     def trial_states(self, sweep: Sweep) -> list[TrialView]:
         """Every trial of the sweep file with its state (read-only: no store yet = all waiting).
 
-        A search sweep's trials are those sampled so far (:func:`ablate.sweep.search.materialize`)."""
+        A search sweep's trials are those sampled so far (:func:`ablate.sweep.search.materialize`), an
+        adaptive one's also the seeds its controller added (:func:`ablate.sweep.adaptive.materialize_seeds`)."""
         by_trial = self.by_trial() if self.exists() else {}
         if sweep.search is not None:
             from ablate.sweep.search import materialize
 
             sweep = materialize(sweep, by_trial)
+        if sweep.adaptive is not None:  # the seeds its controller added
+            from ablate.sweep.adaptive import materialize_seeds
+
+            sweep = materialize_seeds(sweep, {aid: a[0].attrs for aid, a in by_trial.items() if a})
         return views(sweep, by_trial)
 
     def study_attrs(self) -> dict[str, Any]:

@@ -5,9 +5,9 @@ It honours the same contract - resumes from ``<output_dir>/checkpoints/last.ckpt
 owner), raises ``TrainingDiverged`` on NaN - in milliseconds. Behaviour comes from ``fake.json``
 beside the sweep file (``write_sweep(fake=...)``; the config itself only takes real options):
 ``{"*": {...}, "<row name>": {...}}`` with ``mode`` (ok | nan | crash | error: a ConfigError),
-``step_s`` (sleep per step)
-and ``crash_once`` (crash on the first attempt only). Every call appends one line to
-``<output_dir>/calls.log`` so tests can count executions.
+``step_s`` (sleep per step), ``ppl`` and ``noise`` (the final dev PPL: ``ppl`` x (1 + ``noise`` x a
+fixed draw per row and seed); default 5 + seed) and ``crash_once`` (crash on the first attempt only).
+Every call appends one line to ``<output_dir>/calls.log`` so tests can count executions.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,14 @@ def _torch_threads() -> int | None:
     import sys
 
     return sys.modules["torch"].get_num_threads() if "torch" in sys.modules else None
+
+
+def _ppl(args: dict[str, Any], cfg: Any) -> float:
+    """5 + seed, or fake.json's ``ppl`` times (1 + ``noise`` x a fixed draw in [-0.5, 0.5) per row and seed)."""
+    if "ppl" not in args:
+        return 5.0 + cfg.train.seed
+    draw = zlib.crc32(f"{cfg.logging.name}:{cfg.train.seed}".encode()) / 2**32 - 0.5
+    return float(args["ppl"]) * (1.0 + float(args.get("noise", 0.0)) * draw)
 
 
 def train(cfg: Any, output_dir: str, *, resume: bool = True, trainer_kwargs: Any = None, wandb_id: Any = None) -> dict:
@@ -71,7 +80,7 @@ def train(cfg: Any, output_dir: str, *, resume: bool = True, trainer_kwargs: Any
         if step < max_steps:  # like the real trainer: a stop signal ends the step just checkpointed
             preempt.check(f"at step {step}")
     metrics = {
-        "val/ppl": 5.0 + cfg.train.seed,
+        "val/ppl": _ppl(args, cfg),
         "val/bleu": 20.0 + cfg.model.n_heads,
         "test/bleu": 19.0,
         "params": 1234,

@@ -146,6 +146,8 @@ class Launcher:
             )
         else:
             view.note(f"store {self.store.url}: {len(created)} new trial(s), {len(self.sweep.trials)} in the sweep")
+        if self.sweep.adaptive is not None:
+            self._start_seeder(view)
         self.retry_failed(first=True)
         stop = _StopOnCtrlC()
         try:
@@ -178,6 +180,28 @@ class Launcher:
         self.sweep = self.searcher.sweep
         return bool(self.searcher.more)
 
+    seeder: Any = None  # an adaptive-seeds sweep's SeedScheduler (ablate.sweep.adaptive), set by run()
+
+    def _start_seeder(self, view: ProgressView) -> None:
+        """An adaptive sweep: the seeds added by an earlier controller join the sweep, then the scheduler."""
+        from ablate.sweep.adaptive import SeedScheduler, materialize_seeds
+
+        self.sweep = materialize_seeds(self.sweep, {aid: a[0].attrs for aid, a in self.store.by_trial().items() if a})
+        self.seeder = SeedScheduler(self.sweep, self.store)
+        spec = self.sweep.adaptive
+        view.note(
+            f"seeds: {spec.start} per row, up to {spec.max} while a row is undecided (each look at alpha/{spec.looks})"
+        )
+
+    def _more_seeds(self, view: ProgressView) -> bool:
+        """An adaptive sweep at a look: the undecided rows' next seeds; whether more may come."""
+        if self.seeder is None:
+            return False
+        for line in self.seeder.step(self.trials()):
+            view.note(line)
+        self.sweep = self.seeder.sweep
+        return bool(self.seeder.more)
+
     def _loop(self, detach: bool, view: ProgressView, stop: _StopOnCtrlC) -> None:
         settled = False  # a search: one more pass after the last trial ends, to tell its result
         while True:
@@ -206,7 +230,7 @@ class Launcher:
         for line in self.retry_failed(first=False):
             view.note(line)
         stop.check()  # not after a Ctrl-C that came while reaping: nothing new may start then
-        more = self._sample(view)
+        more = self._sample(view) or self._more_seeds(view)
         self.start(self.waiting())
         trials = self.trials()
         view.update(trials)

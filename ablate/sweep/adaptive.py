@@ -1,0 +1,115 @@
+"""Adaptive seeds: more seeds only for the rows still undecided, with the error rate kept over the looks.
+
+``seeds: {start: 2, max: 8, until: decided}`` runs every row at seeds 1..start; then, each time every
+trial of the sweep has ended (a *look*), each row whose PPL verdict against base (paired over seeds,
+:mod:`ablate.report.verdicts`) is still *undecided* and has fewer than ``max`` seeds gets one more seed,
+and base gets it too (rows pair with base by seed). The sweep ends when every row is decided (better,
+worse or equivalent) or has ``max`` seeds. A row stopped early saves its remaining seeds' cost.
+
+Looking again after every seed and stopping when a test rejects would inflate the error: a fixed-n test
+applied at each look rejects a true null far more often than alpha overall. The rule here spends alpha
+over the looks: with K = max - start + 1 possible looks, every look tests at alpha / K (Holm over the
+table's rows within the look), so by the union bound the chance that any look marks a row that does not
+differ stays <= alpha. It is conservative (a group-sequential boundary such as O'Brien-Fleming spends
+less early and would stop sooner); it is simple, valid for any number of rows and any stopping pattern,
+and tests/sweep/test_sweep_adaptive.py measures its error rate by simulation. ``ablate table`` applies the
+same level to an adaptive sweep, so its marks are the decisions the controller made.
+
+Stateless: each look is computed from the store, so a killed controller resumes like any sweep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ablate.sweep.seeds_spec import AdaptiveSeeds
+from ablate.sweep.spec import Sweep, Trial, seed_trial
+
+
+def base_row(rows: Sequence[str], groups: Mapping[str, str]) -> str:
+    """The row the others are compared with: grouped or named ``base``, else the first (as the report)."""
+    return next((r for r in rows if groups.get(r) == "base"), next((r for r in rows if r == "base"), rows[0]))
+
+
+def look(
+    spec: AdaptiveSeeds, by_row: Mapping[str, Mapping[int, float]], base: str, alpha: float, margin: float
+) -> dict[str, str]:
+    """Each row's PPL verdict at this look (better | worse | equivalent | undecided) at alpha / looks."""
+    from ablate.eval.seeds import compare_seeds
+    from ablate.report.verdicts import DEFAULT_CORRECTION, adjust
+
+    level = spec.level(alpha)
+    tests = {}
+    for row, ppl in by_row.items():
+        if row != base:
+            tests[row] = compare_seeds(by_row.get(base, {}), ppl, log=True, margin=margin)
+    rows = [r for r, t in tests.items() if t is not None]
+    p = adjust([tests[r].p_value for r in rows], DEFAULT_CORRECTION)
+    p_eq = adjust([tests[r].p_equiv if tests[r].p_equiv is not None else 1.0 for r in rows], DEFAULT_CORRECTION)
+    out = dict.fromkeys(tests, "undecided")
+    for r, p_row, p_equiv in zip(rows, p, p_eq):
+        if p_equiv < level:
+            out[r] = "equivalent"
+        elif p_row < level:
+            out[r] = "worse" if tests[r].delta > 0 else "better"
+    return out
+
+
+def rows_to_extend(
+    spec: AdaptiveSeeds, by_row: Mapping[str, Mapping[int, float]], base: str, alpha: float, margin: float
+) -> list[str]:
+    """The rows that get one more seed at this look: undecided, with fewer than ``max`` seeds."""
+    verdicts = look(spec, by_row, base, alpha, margin)
+    return [r for r, v in verdicts.items() if v == "undecided" and len(by_row[r]) < spec.max]
+
+
+def materialize_seeds(sweep: Sweep, trial_rows: Mapping[str, Mapping[str, Any]]) -> Sweep:
+    """The adaptive sweep with the seeds its controller added (``trial_rows``: the store's ablate id ->
+    attributes) as trials, so status, the table and a resumed controller see them."""
+    if sweep.adaptive is None:
+        return sweep
+    have = {(t.row, t.seed) for t in sweep.trials}
+    added = []
+    for attrs in trial_rows.values():
+        key = (attrs.get("row"), attrs.get("seed"))
+        if isinstance(key[0], str) and isinstance(key[1], int) and key not in have and key[0] in sweep.rows:
+            added.append(seed_trial(sweep, key[0], key[1]))
+            have.add(key)
+    return replace(sweep, trials=tuple(sorted((*sweep.trials, *added), key=lambda t: (t.order, t.seed))))
+
+
+class SeedScheduler:
+    """The controller's side: at each look, the next seeds as new trials of the sweep (stored)."""
+
+    def __init__(self, sweep: Sweep, store: Any, alpha: float = 0.05) -> None:
+        assert sweep.adaptive is not None
+        self.sweep, self.store, self.alpha = sweep, store, alpha
+        self.more = True
+
+    def step(self, views: Sequence[Any]) -> list[str]:
+        """Nothing while a trial is waiting or running; at a look, add the next seeds (or end)."""
+        if any(v.state in ("waiting", "running") for v in views):
+            return []
+        spec = self.sweep.adaptive
+        assert spec is not None
+        by_row: dict[str, dict[int, float]] = {r: {} for r in self.sweep.rows}
+        for v in views:
+            ppl = v.metrics.get("val/ppl")
+            if v.state == "done" and isinstance(ppl, (int, float)) and ppl > 0:
+                by_row[v.row][v.seed] = float(ppl)
+        groups = {t.row: t.group for t in self.sweep.trials}
+        base = base_row(self.sweep.rows, groups)
+        margin = float((self.sweep.report.get("equivalence") or {}).get("ppl", 0.02))
+        rows = rows_to_extend(spec, by_row, base, self.alpha, margin)
+        if not rows:
+            self.more = False
+            return [f"seeds: every row decided or at {spec.max} seeds; done"]
+        seeds = {r: {t.seed for t in self.sweep.trials if t.row == r} for r in (*rows, base)}
+        plan = [(r, max(seeds[r]) + 1) for r in rows]  # a failed seed is not drawn again
+        plan += [(base, s) for s in sorted({s for _, s in plan} - seeds[base])]  # base pairs with every seed
+        new: list[Trial] = [seed_trial(self.sweep, row, seed) for row, seed in plan]
+        self.sweep = replace(self.sweep, trials=(*self.sweep.trials, *new))
+        self.store.sync(self.sweep)
+        return [f"seeds: look at alpha/{spec.looks}: one more seed for {len(rows)} undecided row(s): {', '.join(rows)}"]

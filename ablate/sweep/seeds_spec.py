@@ -1,0 +1,54 @@
+"""``seeds: {start: 2, max: 8, until: decided}``: the shape of an adaptive-seeds sweep, checked. Pure.
+
+What the controller does with it: :mod:`ablate.sweep.adaptive`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ablate.sweep.errors import SweepError
+
+UNTIL = ("decided",)
+
+
+@dataclass(frozen=True)
+class AdaptiveSeeds:
+    """``seeds: {start, max, until}`` of a sweep file."""
+
+    start: int  # seeds 1..start run first
+    max: int  # no row runs more seeds than this
+    until: str = "decided"
+
+    @property
+    def looks(self) -> int:
+        """How many times the controller may decide: after start, start + 1, ..., max seeds."""
+        return self.max - self.start + 1
+
+    def level(self, alpha: float) -> float:
+        """The level of each look's tests: alpha spread evenly over the possible looks."""
+        return alpha / self.looks
+
+    def record(self) -> dict[str, Any]:
+        return {"start": self.start, "max": self.max, "until": self.until}
+
+
+def read_adaptive(where: str, value: Mapping[str, Any]) -> AdaptiveSeeds:
+    """Check ``seeds: {start: 2, max: 8, until: decided}``; one SweepError line per mistake."""
+    unknown = sorted(set(value) - {"start", "max", "until"})
+    if unknown:
+        raise SweepError(f"{where}: seeds: unknown key(s) {', '.join(unknown)} (seeds takes start, max, until)")
+    start, most = value.get("start", 2), value.get("max")
+    for key, n in (("start", start), ("max", most)):
+        if not isinstance(n, int) or isinstance(n, bool):
+            raise SweepError(f"{where}: seeds.{key} must be an integer, got {n!r} (e.g. seeds: {{start: 2, max: 8}})")
+    if start < 2 or most <= start:
+        raise SweepError(
+            f"{where}: seeds: need 2 <= start < max (a test over seeds needs 2 of them), got start={start}, max={most}"
+        )
+    until = value.get("until", "decided")
+    if until not in UNTIL:
+        raise SweepError(f"{where}: seeds.until must be {' or '.join(UNTIL)}, got {until!r}")
+    return AdaptiveSeeds(start=start, max=most, until=until)
