@@ -3,8 +3,11 @@ checks, and a sweep that adds seeds only to the undecided rows and resumes (fake
 
 from __future__ import annotations
 
+import subprocess
+
 import numpy as np
 import pytest
+from sweep_harness import ablate_cmd, fake_env
 
 from ablate.cli import main
 from ablate.sweep.adaptive import look, rows_to_extend
@@ -111,29 +114,45 @@ def test_an_adaptive_sweep_file_expands_its_first_seeds(write_sweep):
     assert sweep.adaptive == AdaptiveSeeds(2, 5) and [t.seed for t in sweep.trials] == [1, 2]
 
 
-@pytest.mark.integration
-def test_only_undecided_rows_get_more_seeds_and_a_rerun_adds_none(write_sweep, fake_trainer, capsys):
-    rows = [
-        {"name": "base", "group": "base"},
-        {"name": "clear", "group": "A", "overrides": ["model.d_ff=64"]},
-        {"name": "noisy", "group": "A", "overrides": ["model.d_ff=48"]},
-    ]
-    fake = {
-        "*": {"ppl": 10.0, "noise": 0.001},
-        "clear": {"ppl": 15.0, "noise": 0.001},
-        "noisy": {"ppl": 10.0, "noise": 0.3},
-    }
-    path = write_sweep(rows=rows, fake=fake, seeds={"start": 2, "max": 4})
-    assert main(["sweep", str(path)]) == 0
-    out = capsys.readouterr().out
-    assert "one more seed for 1 undecided row(s): noisy" in out
+ROWS3 = [
+    {"name": "base", "group": "base"},
+    {"name": "clear", "group": "A", "overrides": ["model.d_ff=64"]},
+    {"name": "noisy", "group": "A", "overrides": ["model.d_ff=48"]},
+]
+FAKE = {
+    "*": {"ppl": 10.0, "noise": 0.001},
+    "clear": {"ppl": 15.0, "noise": 0.001},  # +50% at every seed: decided at the first look
+    "noisy": {"ppl": 10.0, "noise": 0.3},  # +-15% per seed: undecided at every look
+}
+EXPECTED = {"base": [1, 2, 3, 4], "clear": [1, 2], "noisy": [1, 2, 3, 4]}
+
+
+def _seeds_run(path) -> dict[str, list[int]]:
     sweep = load_sweep(path)
     seeds: dict[str, list[int]] = {}
     for v in SweepStore.for_sweep(sweep).trial_states(sweep):
-        assert v.state == "done"
+        assert v.state == "done", (v.row, v.seed, v.state)
         seeds.setdefault(v.row, []).append(v.seed)
-    assert {r: sorted(s) for r, s in seeds.items()} == {"base": [1, 2, 3, 4], "clear": [1, 2], "noisy": [1, 2, 3, 4]}
+    return {r: sorted(s) for r, s in seeds.items()}
+
+
+@pytest.mark.integration
+def test_only_undecided_rows_get_more_seeds_and_a_rerun_adds_none(write_sweep, fake_trainer, capsys):
+    path = write_sweep(rows=ROWS3, fake=FAKE, seeds={"start": 2, "max": 4})
+    assert main(["sweep", str(path)]) == 0
+    assert "one more seed for 1 undecided row(s): noisy" in capsys.readouterr().out
+    assert _seeds_run(path) == EXPECTED
     assert main(["sweep", str(path)]) == 0
     assert "0 new trial(s)" in capsys.readouterr().out
     assert main(["table", str(path), "--format", "md"]) == 0
     assert "Adaptive seeds: rows got more seeds while undecided, deciding at up to 3 looks" in capsys.readouterr().out
+
+
+@pytest.mark.integration
+@pytest.mark.slurm
+def test_adaptive_seeds_through_slurm_arrays(slurm_cluster, write_sweep):
+    launcher = {"name": "slurm", "cpus_per_task": 1, "mem_gb": 1, "timeout_min": 10, "poll_s": 1}
+    path = write_sweep(rows=ROWS3, fake=FAKE, seeds={"start": 2, "max": 4}, launcher=launcher)
+    done = subprocess.run(ablate_cmd("sweep", str(path)), env=fake_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _seeds_run(path) == EXPECTED
