@@ -147,9 +147,16 @@ def render_table(lines: list[TrialLine], title: str) -> Any:
 
 class ProgressView:
     """Redraws a live table on a TTY; elsewhere prints a line whenever a trial changes state, and the
-    sweep's tally with its ETA at least every ``every_s`` seconds."""
+    sweep's tally with its ETA at least every ``every_s`` seconds.
+
+    The live table is drawn by the controller, never by a refresh thread: at most once a second, and
+    only when a trial's state, step or dev PPL changed, else every ``clock_s`` for the clocks (elapsed,
+    ETA). An idle controller then costs its poll, not a redraw twice a second of an unchanged table
+    (rich's default auto-refresh)."""
 
     every_s: float = 60.0
+    min_redraw_s: float = 1.0
+    clock_s: float = 10.0
 
     def __init__(self, sweep: Sweep, live: bool | None = None) -> None:
         self.sweep = sweep
@@ -158,6 +165,7 @@ class ProgressView:
         self._seen: dict[Any, str] = {}
         self._t0 = time.time()
         self._printed = self._t0
+        self._drawn: tuple[Any, float] = ((), 0.0)  # what the live table last showed, and when
 
     def note(self, text: str) -> None:
         if self._live is not None:
@@ -181,13 +189,7 @@ class ProgressView:
         lines = trial_lines(trials)
         heading = self._heading(trials, lines)
         if self.live_mode:
-            if self._live is None:
-                from rich.live import Live
-
-                self._live = Live(render_table(lines, heading), refresh_per_second=2, transient=False)
-                self._live.start()
-            else:
-                self._live.update(render_table(lines, heading))
+            self._redraw(lines, heading)
             return
         for ln in lines:
             key = ln.trial_id or (ln.row, ln.seed)
@@ -201,6 +203,23 @@ class ProgressView:
                 self._seen[key] = ln.state
         if time.time() - self._printed >= self.every_s:  # piped output: never silent for long
             self._print(f"[{_dur(time.time() - self._t0)}] {heading}")
+
+    def _redraw(self, lines: Sequence[TrialLine], heading: str) -> None:
+        """Draw the live table if something a reader sees changed (at most once a second), or the clocks
+        are ``clock_s`` old."""
+        content = tuple((ln.trial_id, ln.state, ln.step, ln.ppl) for ln in lines)
+        shown, at = self._drawn
+        now = time.time()
+        if self._live is None:
+            from rich.live import Live
+
+            self._live = Live(render_table(lines, heading), auto_refresh=False, transient=False)
+            self._live.start(refresh=True)
+        elif (content != shown and now - at >= self.min_redraw_s) or now - at >= self.clock_s:
+            self._live.update(render_table(lines, heading), refresh=True)
+        else:
+            return
+        self._drawn = (content, now)
 
     def _print(self, text: str) -> None:
         print(text, flush=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -290,3 +291,36 @@ def test_a_renamed_sweep_file_says_so_and_reuses_finished_trials_on_request(writ
     assert views[0].metrics["val/ppl"] == 7.0  # the reused result, not trained again
     assert main(["sweep", str(new), "--reuse", "nope"]) == 2
     assert "no sweep of that name" in capsys.readouterr().err
+
+
+def test_the_live_table_is_drawn_on_change_at_most_once_a_second(write_sweep, monkeypatch):
+    """No refresh thread: a draw when a trial moves (not within a second of the last), else every 10 s."""
+    import rich.live
+
+    from ablate.sweep import progress
+    from ablate.sweep.state import TrialView
+
+    draws: list[float] = []
+    now = [1000.0]
+
+    class Recorder:
+        def __init__(self, renderable, auto_refresh=True, **kw):
+            assert auto_refresh is False  # rich's thread would redraw twice a second whatever changed
+
+        def start(self, refresh=False):
+            draws.append(now[0])
+
+        def update(self, renderable, refresh=False):
+            draws.append(now[0])
+
+    monkeypatch.setattr(rich.live, "Live", Recorder)
+    monkeypatch.setattr(progress.time, "time", lambda: now[0])
+    sweep = load_sweep(write_sweep())
+    view = progress.ProgressView(sweep, live=True)
+    step = [0]
+    line = progress.trial_lines([TrialView.of(sweep.trials[0])])[0]
+    monkeypatch.setattr(progress, "trial_lines", lambda trials: [replace(line, state="running", step=step[0])])
+    for t, s in [(0, 0), (0.2, 0), (0.4, 1), (1.5, 1), (1.6, 2), (3.0, 2), (9.0, 2), (13.5, 2)]:
+        now[0], step[0] = 1000.0 + t, s
+        view.update([])
+    assert [d - 1000.0 for d in draws] == [0.0, 1.5, 3.0, 13.5]  # start; step 1; step 2; the clocks
