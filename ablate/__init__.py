@@ -10,10 +10,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from ablate.config import ConfigError, load_config
 from ablate.registry import Registry, RegistryError
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """``ablate.load_config`` / ``ablate.ConfigError`` load OmegaConf on first use, not with ``import
+    ablate`` (every ``ablate`` command imports this package; ``ablate --help`` needs no config)."""
+    if name in ("load_config", "ConfigError"):
+        import ablate.config
+
+        return getattr(ablate.config, name)
+    raise AttributeError(f"module 'ablate' has no attribute {name!r}")
+
 
 __all__ = ["ConfigError", "Registry", "RegistryError", "build_model", "count_parameters", "load_config"]
 

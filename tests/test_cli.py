@@ -125,3 +125,14 @@ def test_config_mistakes_are_one_line_errors_at_dry_run(
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "\n" not in err and expected in err, err
     assert not (tmp_path / ".ablate").exists()  # nothing stored
+
+
+def test_help_imports_no_configuration_machinery():
+    """`ablate --help` loads neither OmegaConf nor torch: `import ablate` defers load_config."""
+    code = (
+        "import contextlib, io, sys\nfrom ablate.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n    main(['--help'])\n"
+        "print(sorted(m for m in ('omegaconf', 'torch') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
