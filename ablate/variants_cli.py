@@ -140,7 +140,8 @@ def _only(checks: list[str] | None, valid: Any) -> list[str] | None:
 
 def add_variant_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``variants`` and ``check-variants`` to the ``ablate`` parser (called by ablate/cli.py)."""
-    s = sub.add_parser("variants", help="list every registry's variants (with plugins: --imports MODULE)")
+    what = "list every registry's variants (with plugins: --imports MODULE); loads torch to read the classes (~3 s)"
+    s = sub.add_parser("variants", help=what)
     s.add_argument("--imports", nargs="+", default=[], metavar="MODULE", help="plugin modules to import first")
     s.set_defaults(func=lambda a: variants(a.imports))
 
