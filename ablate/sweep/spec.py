@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -270,6 +270,17 @@ def _make_trial(
     )
 
 
+def _reseed(sf: SweepFile, first: Trial, seed: int, order: int) -> Trial:
+    """``first`` (a row's trial, loaded and checked) at another seed: the seed is the only key that the
+    seeds layer sets, so the config is a copy with it changed (a config load per seed cost ~8 ms: 8 s
+    of every `status`, `table` and dry run of a 1,000-seed sweep)."""
+    config = json.loads(json.dumps(first.config))
+    config["train"]["seed"] = seed
+    tid = trial_id(config)
+    run_dir = sf.runs_dir / f"{safe_name(first.row)}-s{seed}-{tid[:8]}"
+    return replace(first, trial_id=tid, seed=seed, order=order, config=config, run_dir=str(run_dir))
+
+
 def _rows(sf: SweepFile) -> list[tuple[Mapping[str, Any], str, str | None, dict[str, Any]]]:
     """(row, label, paper, layer) of every expanded row, names checked to be unique."""
     where = str(sf.path)
@@ -350,8 +361,12 @@ def expand(sf: SweepFile, overrides: Sequence[str] = ()) -> Sweep:
     trials: list[Trial] = []
     seen_ids: dict[str, str] = {}
     for row, label, paper, layer in _rows(sf):
+        first = None
         for seed in sf.seeds:
-            t = _make_trial(sf, row, label, paper, layer, overrides, seed, len(trials))
+            if first is None:
+                t = first = _make_trial(sf, row, label, paper, layer, overrides, seed, len(trials))
+            else:  # a row's configs differ only in train.seed: loaded once per row, not once per trial
+                t = _reseed(sf, first, seed, len(trials))
             if t.trial_id in seen_ids:
                 raise SweepError(
                     f"{where}: row {label!r} (seed {seed}) resolves to the same config as row "
