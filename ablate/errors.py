@@ -13,6 +13,12 @@ class ConfigError(AblateError, ValueError):
     """A configuration is invalid; the message is one line: what, where, what to do."""
 
 
+class ContractError(AssertionError):
+    """A registered class (model variant, corpus, launcher) broke one check of the contract its registry
+    promises (ablate/model/contract.py, ablate/data/contract.py, ablate/sweep/launch/contract.py); the
+    message is one line saying how."""
+
+
 class Pruned(Exception):
     """A search trial stopped early by its row's Optuna pruner (a result, not a failure)."""
 

@@ -15,13 +15,12 @@ until a command runs: ``--help`` stays light.
 from __future__ import annotations
 
 import argparse
-import importlib
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from ablate.errors import AblateError
+from ablate.plugins import PluginImportError, import_user_module
 
 
 class VariantsError(AblateError):
@@ -34,17 +33,15 @@ def import_module(spec: str) -> ModuleType:
     folder, name = (path.parent, path.stem) if spec.endswith(".py") else (Path.cwd(), spec)
     if spec.endswith(".py") and not path.is_file():
         raise VariantsError(f"{spec}: no such file")
-    if str(folder.resolve()) not in sys.path:
-        sys.path.insert(0, str(folder.resolve()))
     try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name and name.startswith(exc.name):
+        return import_user_module(name, (folder,))
+    except PluginImportError as exc:
+        if exc.missing:
             raise VariantsError(f"no module {name!r} (looked in {folder} and on sys.path); fix the name") from None
-        raise VariantsError(f"module {name!r} raised ModuleNotFoundError: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - user code may raise anything; one line names it
-        msg = (str(exc).splitlines() or [""])[0][:200]
-        raise VariantsError(f"module {name!r} raised {type(exc).__name__}: {msg}") from None
+        if isinstance(exc.cause, ModuleNotFoundError):
+            raise VariantsError(f"module {name!r} raised ModuleNotFoundError: {exc.cause}") from None
+        msg = (str(exc.cause).splitlines() or [""])[0][:200]
+        raise VariantsError(f"module {name!r} raised {type(exc.cause).__name__}: {msg}") from None
 
 
 def _origin(obj: Any) -> str:

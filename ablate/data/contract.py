@@ -24,14 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from ablate.data.registry import CORPORA, Corpus, resolve_options
+from ablate.errors import ContractError
 
 MAX_PAIRS = 10_000  # pairs read per split (a plugin's contract instance may not be tiny)
 FIRST = 20  # pairs compared by ``deterministic``
 UNKNOWN = "contract_unknown_option"
-
-
-class ContractError(AssertionError):
-    """A corpus broke one check of the contract; the message is one line saying how."""
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from ablate.config import model_section
+from ablate.errors import ContractError
 from ablate.model.build import build_model, count_parameters
 from ablate.model.slots import SLOT_REGISTRIES
 from ablate.model.transformer import Transformer
@@ -40,10 +41,6 @@ TINY: dict[str, Any] = dict(
     n_layers=2, d_model=D_MODEL, d_ff=32, n_heads=2, dropout=0.1, attention_dropout=0.0, max_positions=64
 )
 ATOL = 1e-5
-
-
-class ContractError(AssertionError):
-    """A variant broke one check of the contract; the message is one line saying how."""
 
 
 def variant_config(kind: str, name: Any) -> dict[str, Any]:

@@ -4,8 +4,8 @@ A table of 20 rows against base is 20 tests: at alpha = 0.05 each, about one row
 when no row differs. The marks therefore rest on p-values adjusted over the table's rows, per metric:
 
 - ``holm`` (default): Holm's step-down, the family-wise error rate (the chance of marking any row that
-  does not differ) <= alpha. scipy has no Holm, so it is written here (a dozen lines), and tested
-  against the worked example of Holm's procedure and by simulation;
+  does not differ) <= alpha. scipy has no Holm, so it is written in :mod:`ablate.eval.correction` (a
+  dozen lines), and tested against the worked example of Holm's procedure and by simulation;
 - ``bh``: Benjamini-Hochberg (``scipy.stats.false_discovery_control``), the expected share of marked
   rows that do not differ <= alpha;
 - ``none``: each row at alpha on its own.
@@ -22,41 +22,13 @@ and higher BLEU are better), else ``undecided``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
+from ablate.eval.correction import DEFAULT_CORRECTION, adjust
 
-CORRECTIONS = ("holm", "bh", "none")
-DEFAULT_CORRECTION = "holm"
 DEFAULT_MARGINS = {"ppl": 0.02, "bleu": 0.3}  # equivalence: PPL within 2% of base, BLEU within 0.3 points
 VERDICTS = ("better", "worse", "equivalent", "undecided")
-
-
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values: the i-th smallest is multiplied by (m - i), made monotone, capped at 1."""
-    p = np.asarray(p_values, dtype=float)
-    m = len(p)
-    order = np.argsort(p, kind="stable")
-    adjusted = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
-    out = np.empty(m)
-    out[order] = adjusted
-    return out.tolist()
-
-
-def adjust(p_values: Sequence[float], correction: str) -> list[float]:
-    """The p-values adjusted over the family by ``correction`` (holm | bh | none)."""
-    if correction not in CORRECTIONS:
-        raise ValueError(f"correction {correction!r}: use one of {', '.join(CORRECTIONS)}")
-    if not len(p_values):
-        return []
-    if correction == "holm":
-        return holm(p_values)
-    if correction == "bh":
-        from scipy.stats import false_discovery_control
-
-        return np.asarray(false_discovery_control(np.asarray(p_values, dtype=float), method="bh")).tolist()
-    return [float(p) for p in p_values]
 
 
 def report_margins(sweep: Any) -> dict[str, float]:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ablate.errors import ContractError
 from ablate.sweep.launch.registry import LAUNCHERS
 from ablate.sweep.progress import ProgressView
 
@@ -43,10 +44,6 @@ EXPERIMENT = {
     "trainer": {"accelerator": "cpu"},
     "logging": {"wandb": "disabled", "progress_bar": False},
 }
-
-
-class ContractError(AssertionError):
-    """A launcher broke one check of the contract; the message is one line saying how."""
 
 
 def contract_trial(
