@@ -114,6 +114,14 @@ class LocalLauncher(Launcher):
     def busy(self) -> bool:
         return bool(self.children)
 
+    def wait(self, seconds: float) -> None:
+        """Sleep, but wake within a quarter second of a worker's exit (its slot is free: start the next)."""
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            if any(child.proc.poll() is not None for child in self.children.values()):
+                return
+            time.sleep(min(0.25, left))
+
     def capacity(self) -> int:
         return max(1, self.slots // self.per_trial)
 
