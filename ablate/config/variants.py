@@ -153,6 +153,7 @@ BUILTIN: dict[str, dict[str, Variant]] = {
         ("mqa", _ATTENTION, mqa_params),
         ("qknorm", f"{_ATTENTION} eps", qknorm_params),
         ("talking_heads", _ATTENTION, talking_heads_params),
+        ("sigmoid", _ATTENTION, mha_params),
     ),
     "norm": _variants(
         ("layernorm", "d_model eps", layernorm_params),

@@ -3,8 +3,9 @@
 Registered here: ``mha``, scaled dot-product attention over h heads with query/key width d_k and
 value width d_v chosen independently of d_model / h (Table 3 rows A and B); ``gqa`` (grouped-query:
 n_kv_heads key/value heads shared by groups of query heads), ``mqa`` (one key/value head), ``qknorm``
-(queries and keys RMS-normalized per head before the dot product) and ``talking_heads`` (the heads'
-logits and weights mixed across heads before and after the softmax).
+(queries and keys RMS-normalized per head before the dot product), ``talking_heads`` (the heads'
+logits and weights mixed across heads before and after the softmax) and ``sigmoid`` (an element-wise
+sigmoid in place of the softmax).
 
 The protocol every attention class follows
 ------------------------------------------
@@ -206,6 +207,37 @@ class QKNormAttention(Attention):
         return self.q_norm(q), self.k_norm(k), v
 
 
+def _masked_logits(logits: Tensor, attn_mask: Tensor | None, is_causal: bool, fill: float) -> Tensor:
+    """Scores with masked positions set to ``fill`` (a bool mask: True = may attend; else additive)."""
+    if is_causal:
+        t_q, t_k = logits.shape[-2:]
+        logits = logits.masked_fill(~torch.ones(t_q, t_k, dtype=torch.bool, device=logits.device).tril(), fill)
+    if attn_mask is not None:
+        logits = logits.masked_fill(~attn_mask, fill) if attn_mask.dtype == torch.bool else logits + attn_mask
+    return logits
+
+
+@ATTENTION.register("sigmoid")
+class SigmoidAttention(Attention):
+    """Sigmoid attention: sigmoid(q.k / sqrt(d_k) - log n) in place of the softmax (Ramapuram et al. 2024).
+
+    "Theory, Analysis, and Best Practices for Sigmoid Self-Attention": each weight is squashed on its
+    own, no normalization over the keys; the bias -log n (n: the keys' length) starts the weights near
+    the softmax's scale. Chosen as the one-class variant users ask about most since 2024: a drop-in
+    change that removes the softmax's row normalization."""
+
+    def __init__(self, d_model: int, n_heads: int, d_k: int, d_v: int, dropout: float = 0.0) -> None:
+        super().__init__(d_model, n_heads, d_k, d_v, dropout)
+
+    num_params = staticmethod(mha_params)
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, is_causal: bool) -> Tensor:
+        # an additive mask (ALiBi, T5 biases) is added; masked keys get -inf and weigh 0 after the sigmoid
+        logits = _masked_logits(q @ k.transpose(-2, -1) / math.sqrt(self.d_k), attn_mask, is_causal, float("-inf"))
+        n = logits.isfinite().sum(dim=-1, keepdim=True).clamp_min(1)  # keys each query may see, padding not
+        return F.dropout(torch.sigmoid(logits - n.log()), self.dropout, self.training) @ v
+
+
 @ATTENTION.register("talking_heads")
 class TalkingHeadsAttention(Attention):
     """Heads' logits and weights mixed by learned h x h maps around the softmax (Shazeer et al. 2020).
@@ -223,11 +255,7 @@ class TalkingHeadsAttention(Attention):
     def attend(self, q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, is_causal: bool) -> Tensor:
         logits = torch.einsum("bhqk,hg->bgqk", q @ k.transpose(-2, -1) / math.sqrt(self.d_k), self.pre_mix)
         lowest = torch.finfo(logits.dtype).min  # not -inf: a fully masked row (padding) stays finite
-        if is_causal:
-            t_q, t_k = logits.shape[-2:]
-            logits = logits.masked_fill(~torch.ones(t_q, t_k, dtype=torch.bool, device=q.device).tril(), lowest)
-        if attn_mask is not None:
-            logits = logits.masked_fill(~attn_mask, lowest) if attn_mask.dtype == torch.bool else logits + attn_mask
+        logits = _masked_logits(logits, attn_mask, is_causal, lowest)
         weights = torch.einsum("bhqk,hg->bgqk", logits.softmax(dim=-1), self.post_mix)
         weights = F.dropout(weights, self.dropout, self.training)
         return weights @ v
