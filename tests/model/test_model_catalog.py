@@ -57,7 +57,7 @@ def test_without_ablate_model_a_lookup_answers_from_the_catalogue(catalogue_only
         lookup("attention", "mah")
     assert str(light.value) == SLOT_REGISTRIES["attention"].unknown_message("mah")
     assert (
-        str(light.value) == "unknown attention 'mah'; did you mean 'mqa'? (valid: gqa, mha, mqa, qknorm, talking_heads)"
+        str(light.value) == "unknown attention 'mah'; did you mean 'mqa'? (valid: gqa, mha, mqa, qknorm, sigmoid, talking_heads)"
     )
 
 
