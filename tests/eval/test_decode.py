@@ -291,4 +291,6 @@ def test_real_model_early_stop_keeps_the_best_hypothesis(tiny_model, alpha):
     settings = S(beam_size=4, alpha=alpha, max_len_a=1.0, max_len_b=8)
     one = beam_search(tiny_model, src, settings, nbest=1)
     four = beam_search(tiny_model, src, settings, nbest=4)
-    assert [(h[0].tokens, h[0].score) for h in one] == [(h[0].tokens, h[0].score) for h in four]
+    assert [h[0].tokens for h in one] == [h[0].tokens for h in four]
+    # the same hypothesis scored in batches of other shapes: equal up to float32 summation order
+    assert [h[0].score for h in one] == pytest.approx([h[0].score for h in four], rel=1e-6)

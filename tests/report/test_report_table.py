@@ -109,6 +109,7 @@ EXPECTED_JSON = {
     ],
     "alpha": 0.05,
     "correction": "holm",
+    "looks": None,
     "equivalence_margins": {"ppl": 0.02, "bleu": 0.3},
     "pairing": "seed-matched pairs pooled (row seed s vs base seed s, for every seed both finished; BLEU on the "
                "first dev sentences both decoded)",
