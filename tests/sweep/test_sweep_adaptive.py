@@ -59,10 +59,10 @@ def _false_marks(n_tables: int, spec: AdaptiveSeeds, seed: int) -> float:
 
 
 def test_repeated_looks_keep_the_table_wide_error_below_alpha():
-    rate = _false_marks(100, SPEC, seed=1)
-    # 100 null tables of 10 rows (the slow tier: 2,000): a true rate of 0.05 exceeds 0.05 + 2.5 sd (0.104)
+    rate = _false_marks(60, SPEC, seed=1)
+    # 60 null tables of 10 rows (the slow tier: 2,000): a true rate of 0.05 exceeds 0.05 + 2.5 sd (0.120)
     # 1% of the time; the rule's rate is far lower (Bonferroni over looks, Holm within one: conservative)
-    assert rate <= 0.104, rate
+    assert rate <= 0.120, rate
 
 
 @pytest.mark.slow
