@@ -186,6 +186,8 @@ def read_sweep_file(path: str | Path) -> SweepFile:
     wandb, heartbeat, cost = check_numbers(where, data)
     search = read_search(where, data["search"]) if data.get("search") is not None else None
     rows = data["rows"] if "rows" in data or search is None else [{"name": "search"}]
+    # seeds: a list, or {start, max, until} (adaptive: seeds 1..start first)
+    adaptive = read_adaptive(where, data["seeds"]) if isinstance(data.get("seeds"), Mapping) else None
     if not isinstance(rows, list) or not rows:
         raise SweepError(f"{where}: rows must be a non-empty list of {{name, group, overrides}}")
     return SweepFile(
@@ -201,19 +203,12 @@ def read_sweep_file(path: str | Path) -> SweepFile:
         cost=cost,
         report=check_report(where, data.get("report")),
         runs_root=(file.parent / str(data.get("runs", "runs"))).resolve(),
-        seeds=_seeds(where, data.get("seeds", [1])),
+        seeds=tuple(range(1, adaptive.start + 1)) if adaptive else check_seeds(where, data.get("seeds", [1])),
         layer=as_layer(f"{where}: overrides", data.get("overrides")),
         rows=tuple(rows),
         search=search,
-        adaptive=read_adaptive(where, data["seeds"]) if isinstance(data.get("seeds"), Mapping) else None,
+        adaptive=adaptive,
     )
-
-
-def _seeds(where: str, seeds: Any) -> tuple[int, ...]:
-    """A list of seeds, or an adaptive ``{start, max}``'s first seeds 1..start."""
-    if isinstance(seeds, Mapping):
-        return tuple(range(1, read_adaptive(where, seeds).start + 1))
-    return check_seeds(where, seeds)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ from pathlib import Path
 import optuna
 import pytest
 import yaml
-from test_sweep_slurm import slurm_cluster  # noqa: F401 - the fixture
 
 from ablate.sweep.loader import load_results, open_sweep
 from ablate.sweep.store import SweepStore
@@ -33,7 +32,7 @@ EXPERIMENT = {
 }
 
 
-def test_search_on_slurm_samples_prunes_and_finishes_once(slurm_cluster, tmp_path: Path) -> None:  # noqa: F811
+def test_search_on_slurm_samples_prunes_and_finishes_once(slurm_cluster, tmp_path: Path) -> None:
     (tmp_path / "exp.yaml").write_text(yaml.safe_dump(EXPERIMENT))
     sweep = {
         "name": "slurm-search",
