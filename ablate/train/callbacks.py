@@ -63,30 +63,17 @@ class LastCheckpoint(Checkpoint):
 
 
 class ResumeConsistency(pl.Callback):
-    """What a resumed run needs to retrace an uninterrupted one exactly.
+    """Validation must not move the training RNG, so that a resumed run retraces an uninterrupted one.
 
-    - Validation must not move the training RNG: DataLoader iterators draw a seed from the global RNG
-      when created, so a run that validated at a different step (an interrupted run validates where it
-      stops) would continue with other dropout masks. The RNG is snapshotted after every training batch
-      and restored when validation ends (before ``last.ckpt`` is written: checkpoint callbacks run last).
-    - The logging step (the ``step`` column of metrics.csv, W&B's ``trainer/global_step``): Lightning
-      restores it one short from a checkpoint written in ``on_validation_end``, and right from one written
-      in ``on_train_batch_end`` - but its training loop adds one to it when the first epoch of the resumed
-      fit starts, after ``on_train_start``: setting it there labelled every later row one step too high.
-      Without multiple optimizers it always equals ``global_step``; it is set when the first batch starts.
+    DataLoader iterators draw a seed from the global RNG when created, so a run that validated at a
+    different step (an interrupted run validates where it stops) would continue with other dropout
+    masks. The RNG is snapshotted after every training batch and restored when validation ends (before
+    ``last.ckpt`` is written: checkpoint callbacks run last). The logging step a resumed run needs is
+    logged by the LightningModule itself (see ``TranslationSystem.training_step``).
     """
 
     def __init__(self) -> None:
         self._rng: dict[str, Any] | None = None
-        self._aligned = False
-
-    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self._aligned = False
-
-    def on_train_batch_start(self, trainer: pl.Trainer, *args: Any) -> None:
-        if not self._aligned:  # after the epoch loop's reset (see the class docstring)
-            trainer.fit_loop.epoch_loop._batches_that_stepped = trainer.global_step
-            self._aligned = True
 
     def on_train_batch_end(self, trainer: pl.Trainer, *args: Any) -> None:
         self._rng = rng_state()

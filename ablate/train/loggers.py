@@ -1,8 +1,11 @@
 """Loggers of a run: CSV always (``metrics.csv`` in the run directory), W&B unless disabled.
 
-Lightning's CSV writer deletes an existing ``metrics.csv`` when its directory is not empty, which would
-erase a resumed run's history. :class:`ResumableCSVLogger` keeps the file, continues its header, and
-drops the rows logged after the checkpoint being resumed (they are logged again, from the same state).
+:class:`MetricsCSV` writes ``metrics.csv`` through Lightning's public ``Logger`` interface. Lightning's
+own CSVLogger deletes an existing ``metrics.csv`` when its folder is not empty, which would erase a
+resumed run's history, and it offers no public way to keep the file (the only way round it was to
+override a private method of its writer). This one keeps the file, drops the rows labelled at or
+after the step of the checkpoint being resumed (they are logged again, from the same state) and
+appends; a new column rewrites the file with the wider header, as Lightning's does.
 
 W&B goes through Lightning's WandbLogger: offline unless an API key is configured (``logging.wandb:
 auto``), never blocking on the network, with a deterministic run id and ``resume="allow"`` so that a
@@ -16,32 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
-from lightning.pytorch.loggers import CSVLogger
-from lightning.pytorch.loggers.csv_logs import ExperimentWriter
+from lightning.pytorch.loggers import Logger
+from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig
 
 from ablate.config import to_dict
 from ablate.tracking import wandb_mode
-
-
-class _AppendingWriter(ExperimentWriter):
-    def __init__(self, log_dir: str, keep_below_step: int | None) -> None:
-        self._keep_below = keep_below_step
-        super().__init__(log_dir=log_dir)
-
-    def _check_log_dir_exists(self) -> None:  # called by the base __init__: keep (and trim) the old file
-        path = Path(self.metrics_file_path)
-        if not path.is_file():
-            return
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            keys = list(reader.fieldnames or [])
-            rows = [r for r in reader if self._keep_below is None or _step(r) < self._keep_below]
-        with open(path, "w", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, fieldnames=keys)
-            writer.writeheader()
-            writer.writerows(rows)
-        self.metrics_keys = sorted(keys)
 
 
 def _step(row: dict[str, str]) -> int:
@@ -51,24 +34,92 @@ def _step(row: dict[str, str]) -> int:
         return 0
 
 
-class ResumableCSVLogger(CSVLogger):
-    """CSVLogger writing ``<save_dir>/metrics.csv``, appending to it when a run resumes."""
+def _read(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def _write(path: Path, keys: list[str], rows: list[dict[str, Any]], mode: str = "w") -> None:
+    with open(path, mode, newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=keys)
+        if mode == "w":
+            writer.writeheader()
+        writer.writerows(rows)
+
+
+class MetricsCSV(Logger):
+    """``<save_dir>/metrics.csv``: one row per logging call (``step`` plus the metrics), kept across a
+    resume: rows labelled at or after ``resume_step`` (the checkpoint's step) are dropped when the logger
+    first saves."""
 
     def __init__(self, save_dir: str | Path, resume_step: int | None = None) -> None:
-        super().__init__(save_dir=save_dir, name="", version="")
+        super().__init__()
+        self._dir = Path(save_dir)
+        self._path = self._dir / "metrics.csv"
+        self._keys: list[str] = []
+        self._rows: list[dict[str, Any]] = []
         self._resume_step = resume_step
+        self._opened = False
 
     @property
-    def experiment(self) -> ExperimentWriter:
-        if self._experiment is None:
-            self._fs.makedirs(self.root_dir, exist_ok=True)
-            self._experiment = _AppendingWriter(self.log_dir, self._resume_step)
-        return self._experiment
+    def name(self) -> str:
+        return ""
+
+    @property
+    def version(self) -> str:
+        return ""
+
+    @property
+    def save_dir(self) -> str:
+        return str(self._dir)
+
+    @property
+    def log_dir(self) -> str:
+        return str(self._dir)
+
+    def _open(self) -> None:  # lazily, on rank zero only: the file is rank zero's
+        self._opened = True
+        self._dir.mkdir(parents=True, exist_ok=True)
+        if self._path.is_file():
+            self._keys, rows = _read(self._path)
+            keep = [r for r in rows if self._resume_step is None or _step(r) < self._resume_step]
+            _write(self._path, self._keys, keep)
+
+    @rank_zero_only
+    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
+        pass  # the run directory's config.yaml holds them
+
+    @rank_zero_only
+    def log_metrics(self, metrics: dict[str, Any], step: int | None = None) -> None:
+        row = {k: (v.item() if hasattr(v, "item") else v) for k, v in metrics.items()}
+        row["step"] = step if step is not None else len(self._rows)
+        self._rows.append(row)
+
+    @rank_zero_only
+    def save(self) -> None:
+        if not self._opened:
+            self._open()
+        if not self._rows:
+            return
+        new = sorted(set().union(*self._rows) - set(self._keys))
+        if new or not self._path.is_file():
+            keys = sorted([*self._keys, *new])
+            old = _read(self._path)[1] if self._path.is_file() else []
+            _write(self._path, keys, old + self._rows)
+            self._keys = keys
+        else:
+            _write(self._path, self._keys, self._rows, mode="a")
+        self._rows = []
+
+    @rank_zero_only
+    def finalize(self, status: str) -> None:
+        self.save()
 
 
 def build_loggers(cfg: DictConfig, run_dir: Path, run_id: str, resume_step: int | None = None) -> list[Any]:
     """[CSV] or [CSV, W&B] for ``cfg.logging``."""
-    loggers: list[Any] = [ResumableCSVLogger(run_dir, resume_step)]
+    loggers: list[Any] = [MetricsCSV(run_dir, resume_step)]
     mode = wandb_mode(cfg.logging.wandb)
     if mode != "disabled":
         import wandb

@@ -97,6 +97,10 @@ class TranslationSystem(pl.LightningModule):
             )
         self.train_tokens += n_tokens
         self.log("train/loss", loss, on_step=True, prog_bar=True)
+        # The row's step (metrics.csv, W&B's trainer/global_step): the optimizer steps done before this
+        # batch. Lightning's own logging counter comes back one off after some resumes; a logged "step"
+        # is its public way to set the step (LoggerConnector.log_metrics takes it as the row's step).
+        self.log("step", float(self.global_step), on_step=True, on_epoch=False)
         return loss
 
     def configure_optimizers(self) -> Any:
@@ -134,6 +138,7 @@ class TranslationSystem(pl.LightningModule):
         nll = (totals[0] / totals[1].clamp(min=1)).float()
         self.log("val/nll", nll, sync_dist=False)
         self.log("val/ppl", torch.exp(nll), prog_bar=True, sync_dist=False)
+        self.log("step", float(self.global_step - 1), sync_dist=False)  # the label of the last training row
 
     # -- checkpoint state ----------------------------------------------------------------------------
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
