@@ -7,9 +7,10 @@ It takes only primitives (the model section as a plain dict, the vocabulary size
   projected and softmaxed only at real target positions, a chunk of rows at a time (losses.py).
 - Optimizer: Adam(beta1 0.9, beta2 0.98, eps 1e-9) with the warm-up / inverse-sqrt schedule (5.3),
   stepped per optimizer update.
-- Validation: ``val/nll`` (unsmoothed, summed over the whole dev set on every rank, then divided by
-  the token count) and ``val/ppl = exp(val/nll)`` every validation. Dev BLEU during training is a
-  callback (:class:`ablate.eval.callback.DevBleu`); how to decode is not the module's business.
+- Validation: ``val/nll`` (unsmoothed, the token-weighted mean over the whole dev set: torchmetrics'
+  ``MeanMetric`` in float64, which sums over every rank) and ``val/ppl = exp(val/nll)`` every
+  validation. Dev BLEU during training is a callback (:class:`ablate.eval.callback.DevBleu`); how to
+  decode is not the module's business.
 - The RNG state of every rank is saved in checkpoints and restored when training resumes, so a
   resumed run draws the same dropout masks as an uninterrupted one.
 """
@@ -23,6 +24,7 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 import torch.distributed as dist
+from torchmetrics import MeanMetric
 
 from ablate.config import model_section
 from ablate.errors import AblateError
@@ -59,8 +61,7 @@ class TranslationSystem(pl.LightningModule):
         self.model = build_model(model_section(model, "TranslationSystem(model=...)"), vocab_size, pad_id)
         self._features: Any = None  # the (compiled) training forward, made at the first step
         self.d_model = int(self.model.d_model) if hasattr(self.model, "d_model") else int(model["d_model"])
-        self._val_nll = torch.zeros((), dtype=torch.float64)
-        self._val_tokens = torch.zeros((), dtype=torch.float64)
+        self.dev_nll = MeanMetric().set_dtype(torch.float64)  # weighted by target tokens: a corpus mean
         self._pending_rng: dict[str, Any] | None = None
         self.train_tokens = 0  # target tokens seen by this rank since the start (or resume) of fit
 
@@ -122,23 +123,22 @@ class TranslationSystem(pl.LightningModule):
 
     # -- validation ----------------------------------------------------------------------------------
     def on_validation_epoch_start(self) -> None:
-        self._val_nll = torch.zeros((), dtype=torch.float64, device=self.device)
-        self._val_tokens = torch.zeros((), dtype=torch.float64, device=self.device)
+        self.dev_nll.reset()
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         hidden, target = self._real_positions(batch)
-        nll = linear_label_smoothed_loss(hidden, self.model.output_weight, target, 0.0)
-        self._val_nll += nll.double()
-        self._val_tokens += target.numel()
+        if target.numel():
+            nll = linear_label_smoothed_loss(hidden, self.model.output_weight, target, 0.0)
+            self.dev_nll.update(nll.double() / target.numel(), weight=target.numel())
 
     def on_validation_epoch_end(self) -> None:
-        totals = torch.stack([self._val_nll, self._val_tokens])
-        if self.trainer.world_size > 1:  # sums over ranks: an exact corpus mean, not a mean of means
-            totals = self.trainer.strategy.reduce(totals, reduce_op="sum")
-        nll = (totals[0] / totals[1].clamp(min=1)).float()
-        self.log("val/nll", nll, sync_dist=False)
-        self.log("val/ppl", torch.exp(nll), prog_bar=True, sync_dist=False)
-        self.log("step", float(self.global_step - 1), sync_dist=False)  # the label of the last training row
+        # compute() sums value x weight and the weights over every rank: an exact corpus mean, not a
+        # mean of the ranks' means. The logged numbers are the same on every rank, so sync_dist's mean
+        # leaves them as they are (and Lightning does not warn about epoch-level values under DDP).
+        nll = self.dev_nll.compute().float()
+        self.log("val/nll", nll, sync_dist=True)
+        self.log("val/ppl", torch.exp(nll), prog_bar=True, sync_dist=True)
+        self.log("step", float(self.global_step - 1), sync_dist=True)  # the label of the last training row
 
     # -- checkpoint state ----------------------------------------------------------------------------
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
