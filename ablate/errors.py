@@ -1,4 +1,16 @@
-"""The one exception family a user sees: bad input, reported as one line and exit code 2."""
+"""The one exception family a user sees: bad input, reported as one line and exit code 2; and the one
+"did you mean" every such line about an unknown name uses."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+def did_you_mean(name: object, valid: Iterable[object]) -> str | None:
+    """The valid name closest to ``name`` (difflib's ratio, at least 0.5), or None."""
+    close = difflib.get_close_matches(str(name), [str(v) for v in valid], n=1, cutoff=0.5)
+    return close[0] if close else None
 
 
 class AblateError(Exception):

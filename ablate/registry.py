@@ -14,13 +14,12 @@ A slot in a config is either a bare name (``"rope"``) or ``{name: rope, args: {.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
-from ablate.errors import AblateError
+from ablate.errors import AblateError, did_you_mean
 
 T = TypeVar("T")
 
@@ -96,10 +95,9 @@ def unknown_message(kind: str, name: object, names: list[str]) -> str:
     """The one line for a name not among ``names``: the closest one if any, and every valid one."""
     valid = ", ".join(sorted(names)) or "(none registered)"
     hint = ""
-    if isinstance(name, str):
-        close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
-        if close:
-            hint = f"; did you mean {close[0]!r}?"
+    close = did_you_mean(name, names) if isinstance(name, str) else None
+    if close:
+        hint = f"; did you mean {close!r}?"
     return f"unknown {kind} {name!r}{hint} (valid: {valid})"
 
 

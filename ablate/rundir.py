@@ -29,6 +29,13 @@ from typing import Any
 from ablate.atomic import atomic_write_json, atomic_write_text, remove_stale_temps
 from ablate.errors import AblateError
 
+
+def safe_name(text: str, keep: str = "-_.=") -> str:
+    """``text`` as a file or folder name: letters, digits and the characters of ``keep`` stay, every
+    other character becomes ``_`` (every name ablate makes from a user's text goes through here)."""
+    return "".join(c if c.isalnum() or c in keep else "_" for c in text)
+
+
 # Set by a launcher when it spawns a trial's process (time.time()), so the trial can report its start-up time.
 SPAWNED_AT_ENV = "ABLATE_SPAWNED_AT"
 

@@ -17,7 +17,6 @@ ablate/data/prepare.py) only read it, and :func:`from_dict` rebuilds a config ab
 from __future__ import annotations
 
 import copy
-import difflib
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -34,7 +33,7 @@ from ablate.config.schema import (
     Config,
     upgrade_layer,
 )
-from ablate.errors import ConfigError
+from ablate.errors import ConfigError, did_you_mean
 
 Layer = tuple[str, "Mapping[str, Any] | Sequence[str]"]
 
@@ -198,8 +197,8 @@ def _check_keys(mapping: Mapping[str, Any], schema: Any, source: str, prefix: st
             return
         if key not in schema:
             valid = [str(k) for k in schema.keys()]
-            close = difflib.get_close_matches(str(key), valid, n=1, cutoff=0.5)
-            hint = f"; did you mean {prefix}{close[0]}?" if close else f" (valid: {', '.join(valid)})"
+            close = did_you_mean(key, valid)
+            hint = f"; did you mean {prefix}{close}?" if close else f" (valid: {', '.join(valid)})"
             raise ConfigError(f"{source}: unknown key {full!r}{hint}")
         child = schema._get_node(key)  # noqa: SLF001 - the node keeps its schema type
         if isinstance(value, Mapping) and isinstance(child, DictConfig) and not _slot_field(prefix, key):

@@ -18,7 +18,6 @@ valid one, wrong types, values below ``minimum``); ``open`` receives the checked
 
 from __future__ import annotations
 
-import difflib
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ablate.data.errors import DataError
+from ablate.errors import did_you_mean
 from ablate.registry import Registry
 
 SPLITS = ("train", "valid", "test")
@@ -120,8 +120,8 @@ def resolve_options(name: str, cls: type[Corpus], args: Mapping[str, Any]) -> di
         option = cls.options.get(key, cls.extra_option)
         if option is None:
             valid = sorted(cls.options)
-            close = difflib.get_close_matches(str(key), valid, n=1, cutoff=0.5)
-            hint = f"; did you mean {close[0]}?" if close else f" (valid: {', '.join(valid) or 'none'})"
+            close = did_you_mean(key, valid)
+            hint = f"; did you mean {close}?" if close else f" (valid: {', '.join(valid) or 'none'})"
             raise OptionError(f"data.args.{key}", f"not an option of the {name} corpus{hint}")
         _check_value(f"data.args.{key}", option, value)
         out[key] = value
@@ -130,8 +130,8 @@ def resolve_options(name: str, cls: type[Corpus], args: Mapping[str, Any]) -> di
             continue
         if option.required:
             unknown = [k for k in args if k not in cls.options]
-            close = difflib.get_close_matches(key, [str(k) for k in unknown], n=1, cutoff=0.5)
-            hint = f" (data.args.{close[0]} is not one; a typo?)" if close else ""
+            close = did_you_mean(key, unknown)
+            hint = f" (data.args.{close} is not one; a typo?)" if close else ""
             raise OptionError(f"data.args.{key}", f"the {name} corpus needs this option{hint}")
         if option.default is not None:
             out[key] = option.default

@@ -9,7 +9,6 @@ component) or, without one, the row name followed by its values. Pure functions.
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import json
 import math
@@ -17,14 +16,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ablate.config import ConfigError
+from ablate.config.schema import SLOT_FIELDS
+from ablate.errors import did_you_mean
 from ablate.sweep.errors import SweepError
 
 ROW_KEYS = ("name", "group", "paper", "overrides", "grid", "zip", "resources", "note")
 
 
 def unknown_key(where: str, key: object, valid: Sequence[str]) -> SweepError:
-    close = difflib.get_close_matches(str(key), list(valid), n=1, cutoff=0.5)
-    hint = f"; did you mean {close[0]!r}?" if close else f" (valid: {', '.join(valid)})"
+    close = did_you_mean(key, valid)
+    hint = f"; did you mean {close!r}?" if close else f" (valid: {', '.join(valid)})"
     return SweepError(f"{where}: unknown key {key!r}{hint}")
 
 
@@ -97,9 +98,7 @@ def dotlist(layer: Mapping[str, Any], prefix: str = "") -> list[str]:
     items: list[str] = []
     for key, value in layer.items():
         full = f"{prefix}{key}"
-        if isinstance(value, Mapping) and not (
-            prefix == "model." and key in ("positional", "attention", "norm", "ffn")
-        ):
+        if isinstance(value, Mapping) and not (prefix == "model." and key in SLOT_FIELDS):
             items += dotlist(value, f"{full}.")
         else:
             items.append(f"{full}={json.dumps(value) if not isinstance(value, str) else value}")

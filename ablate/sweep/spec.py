@@ -23,6 +23,7 @@ from typing import Any
 
 from ablate.config import ConfigError, load_config, to_dict
 from ablate.config.schema import hash_view
+from ablate.rundir import safe_name as rundir_safe_name
 from ablate.sweep.errors import SweepError
 from ablate.sweep.expand import as_layer, check_row, dotlist, expand_row, merge, set_dotted
 from ablate.sweep.search_spec import SearchSpec, read_search
@@ -170,8 +171,7 @@ def trial_id(config: Mapping[str, Any]) -> str:
 def safe_name(name: str, fallback: str = "row") -> str:
     """A row or sweep name as a folder name: letters, digits and ``-_.=`` kept, the rest ``_``; no leading
     or trailing dot (``..`` and ``.hidden`` stay inside their parent)."""
-    keep = "".join(c if c.isalnum() or c in "-_.=" else "_" for c in name)
-    return keep.strip("._") or fallback
+    return rundir_safe_name(name).strip("._") or fallback
 
 
 def read_sweep_file(path: str | Path) -> SweepFile:

@@ -13,7 +13,7 @@ from omegaconf import DictConfig
 
 from ablate.config import read_yaml, to_dict
 from ablate.config.schema import hash_view
-from ablate.rundir import RunDir, RunDirError
+from ablate.rundir import RunDir, RunDirError, safe_name
 
 # Sections and fields that may change when a run is resumed (how long, on what, how it is logged);
 # everything else (model, data, recipe, seed) must match the run directory's config.yaml.
@@ -48,7 +48,7 @@ def overrides_hint(overrides: Sequence[str], limit: int = 40) -> str:
         key, _, value = item.partition("=")
         if key.startswith("logging."):  # where and how it is logged: no hint of what was trained
             continue
-        part = "".join(c if c.isalnum() or c in "_." else "_" for c in key.split(".")[-1] + value).strip("._")
+        part = safe_name(key.split(".")[-1] + value, keep="_.").strip("._")
         if part and len("-".join([*parts, part])) <= limit:
             parts.append(part)
     return "-".join(parts)
@@ -61,7 +61,7 @@ def make_run_dir(cfg: DictConfig, hint: str = "") -> Path:
     parent.mkdir(parents=True, exist_ok=True)
     name = [cfg.logging.name] if cfg.logging.name else []
     stem = "-".join([*name, time.strftime("%Y%m%d-%H%M%S"), *([hint] if hint else []), config_hash(cfg)[:8]])
-    stem = "".join(c if c.isalnum() or c in "-_.=" else "_" for c in stem)
+    stem = safe_name(stem)
     for i in range(1000):
         path = parent / (stem if i == 0 else f"{stem}-{i}")
         try:

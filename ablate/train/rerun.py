@@ -11,7 +11,7 @@ from typing import Any
 
 from ablate.eval.evaluate import evaluate_split
 from ablate.eval.settings import DecodeSettings
-from ablate.rundir import RunDir, RunDirError
+from ablate.rundir import RunDir, RunDirError, safe_name
 
 
 def _checkpoint_path(rd: RunDir, checkpoint: str) -> Path:
@@ -79,7 +79,7 @@ def evaluate_run(
 def eval_name(split: str, checkpoint: str, beam_size: int | None) -> str:
     """``eval-<split>-<checkpoint>[-beam<N>]``: the stem of an `ablate eval`'s files in ``outputs/``."""
     label = checkpoint if checkpoint in ("best", "last") else Path(checkpoint).stem
-    label = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
+    label = safe_name(label, keep="-_.")
     return f"eval-{split}-{label}" + (f"-beam{beam_size}" if beam_size is not None else "")
 
 
