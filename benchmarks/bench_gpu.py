@@ -52,8 +52,8 @@ def batches(n: int, vocab: int, device, seed: int = 0) -> list[dict]:
 def measure(experiment: str, compile_: bool, steps: int, warmup: int, vocab: int) -> dict:
     import torch
 
-    from ablate.config import load_config
-    from ablate.config.size import plain_section, train_flops
+    from ablate.config import load_config, model_section
+    from ablate.config.size import train_flops
     from ablate.train.fast import check_attention, enable_tf32
     from ablate.train.losses import linear_label_smoothed_loss
     from ablate.train.run import system_kwargs
@@ -83,7 +83,7 @@ def measure(experiment: str, compile_: bool, steps: int, warmup: int, vocab: int
             tokens += batch["tgt_out"].numel()
     step = statistics.median(times)
     src = tgt = tokens / len(times)
-    flops = train_flops(plain_section(cfg.model), vocab, src, tgt)
+    flops = train_flops(model_section(cfg.model), vocab, src, tgt)
     name, peak = peak_of(torch.cuda.get_device_name())
     from ablate.sweep.cost import DEFAULT_COST
 

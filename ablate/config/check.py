@@ -220,7 +220,7 @@ def _check_variants(c: _Checker) -> None:
         except RegistryError as exc:
             c.fail(f"model.{kind}", str(exc))
     try:  # the closed forms refuse impossible combinations (e.g. gqa's n_kv_heads not dividing n_heads)
-        for slot in model_slots(c.cfg.model).values():
+        for slot in model_slots(OmegaConf.to_object(c.cfg.model)).values():  # its one shape, ModelConfig
             slot.num_params()
     except ValueError as exc:
         c.fail("model", str(exc), *(f"model.{kind}" for kind in SLOT_FIELDS))

@@ -28,9 +28,11 @@ from omegaconf.errors import OmegaConfBaseException
 
 from ablate.config.check import Origins, validate_config
 from ablate.config.schema import (
+    MODEL_FIELDS,
     OPEN_DICTS,
     SLOT_FIELDS,
     Config,
+    ModelConfig,
     upgrade_layer,
 )
 from ablate.errors import ConfigError, did_you_mean
@@ -223,9 +225,28 @@ def from_dict(data: Mapping[str, Any], source: str = "saved config") -> DictConf
     return merge_layer(default_config(), data, source)
 
 
-def model_section(data: Mapping[str, Any], source: str = "saved model section") -> DictConfig:
-    """The ``model`` section from a stored plain dict (e.g. a checkpoint's hyperparameters); see from_dict."""
-    return merge_layer(default_config(), {"model": dict(data)}, source).model
+def model_section(section: Any, source: str = "saved model section") -> ModelConfig:
+    """The one shape a ``model`` section has past the loader: a frozen :class:`ModelConfig`.
+
+    Takes a ModelConfig (returned as is), the ``model`` node of a loaded config (``cfg.model``), or a
+    plain mapping ablate stored (a trial's config, a checkpoint's hyperparameters: :func:`to_dict` of a
+    checked config), whose old key names are upgraded. A stored mapping was checked when it was loaded,
+    so it is not checked again (a sweep's status reads one per trial): only its keys must be the
+    schema's.
+    """
+    if isinstance(section, ModelConfig):
+        return section
+    if isinstance(section, DictConfig):
+        section = OmegaConf.to_object(section)  # a ModelConfig when it is a loaded config's model node
+        if isinstance(section, ModelConfig):
+            return section
+    if not isinstance(section, Mapping):
+        raise TypeError(f"{source}: expected a model section (a mapping or cfg.model), got {type(section).__name__}")
+    data = upgrade_layer({"model": dict(section)}, source)["model"]
+    unknown = sorted(set(data) - MODEL_FIELDS)
+    if unknown:
+        raise ConfigError(f"{source}: unknown model key(s) {', '.join(map(repr, unknown))}")
+    return ModelConfig(**data)
 
 
 def save_config(cfg: DictConfig, path: str | Path) -> None:

@@ -8,14 +8,16 @@ that derive values from a model section).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ablate.errors import ConfigError
 
 
-@dataclass
+@dataclass(frozen=True)
 class ModelConfig:
+    """The ``model`` section; frozen, and the one shape every consumer takes (``model_section``)."""
+
     n_layers: int = 6  # N: layers in the encoder and in the decoder
     n_enc_layers: int | None = None  # encoder layers if different from n_layers
     n_dec_layers: int | None = None  # decoder layers if different from n_layers
@@ -124,6 +126,7 @@ class Config:
 
 
 SECTIONS = ("model", "data", "train", "trainer", "eval", "logging")
+MODEL_FIELDS = frozenset(f.name for f in fields(ModelConfig))
 SLOT_FIELDS = ("attention", "ffn", "norm", "positional", "residual")  # model fields that name a registered variant
 # Keys added after trial ids were first stored, with their defaults: at the default they are left out
 # of the hash (hash_view), so a sweep that does not set them keeps its trial ids, runs and W&B runs.

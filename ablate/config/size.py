@@ -15,26 +15,17 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Mapping
-from types import SimpleNamespace
 from typing import Any
 
 from omegaconf import OmegaConf
 
-from ablate.config.schema import ModelConfig, enc_dec_layers, head_dims, upgrade_layer
+from ablate.config.schema import ModelConfig, enc_dec_layers, head_dims
 from ablate.config.variants import Variant, attention_params, lookup
 from ablate.registry import RegistryError, parse_slot
 
 # Used by train_flops when the caller does not know the average sentence lengths: about the mean
 # subword length of one side of a WMT'14 En-De sentence pair.
 TYPICAL_SENTENCE_LEN = 32
-
-
-def plain_section(model: Mapping[str, Any]) -> Any:
-    """The ``model`` section of a composed plain config (a sweep trial's ``config``: ``to_dict`` of a
-    checked config) as the attributes the functions here read; 20x cheaper than rebuilding a DictConfig."""
-    data = upgrade_layer({"model": dict(model)}, "stored config")["model"]
-    return SimpleNamespace(**{**dataclasses.asdict(ModelConfig()), **data})
 
 
 def keywords(fn: Any) -> set[str] | None:
@@ -120,7 +111,7 @@ def _residual(m: Any, stack: str) -> Slot:
     return slot
 
 
-def model_slots(m: Any) -> dict[str, Slot]:
+def model_slots(m: ModelConfig) -> dict[str, Slot]:
     """Every slot of a checked ``model`` section, resolved with the values its classes receive
     (ablate/model/build.py's docstring lists them); the loader calls each closed form once."""
     d_k, d_v = head_dims(m)
@@ -140,9 +131,8 @@ def model_slots(m: Any) -> dict[str, Slot]:
     }
 
 
-def count_parameters(m: Any, vocab_size: int) -> int:
-    """Parameters of the model a checked ``model`` section describes (ablate/model/build.py's wrapper
-    takes any accepted shape); closed forms, allocates nothing."""
+def count_parameters(m: ModelConfig, vocab_size: int) -> int:
+    """Parameters of the model a checked ``model`` section describes; closed forms, allocates nothing."""
     slots = model_slots(m)
     n_enc, n_dec = enc_dec_layers(m)
     attn, ffn, norm = (slots[k].num_params() for k in ("attention", "ffn", "norm"))
@@ -155,7 +145,7 @@ def count_parameters(m: Any, vocab_size: int) -> int:
 
 
 def train_flops(
-    m: Any,
+    m: ModelConfig,
     vocab_size: int,
     src_tokens: float,
     tgt_tokens: float,

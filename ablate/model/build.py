@@ -3,9 +3,10 @@
 This is the only code that reads model config (Table 3's knobs: N, d_model, d_ff, h, d_k, d_v,
 P_drop, positional encoding, residual placement). Modules below receive built children and plain numbers.
 
-Every function here takes one shape: the ``model`` section of a loaded config (``load_config(...).model``,
-``from_dict(...).model`` or ``model_section(mapping)`` for a stored dict). It was checked when it was
-loaded (values, variant names, slot args, cross-section limits), so nothing here checks it again.
+Every function here takes a ``model`` section in its one shape, a frozen ``ModelConfig``
+(``model_section(cfg.model)``, or of a stored dict), or anything ``model_section`` turns into one. It
+was checked when it was loaded (values, variant names, slot args, cross-section limits), so nothing
+here checks it again.
 
 Slots (``positional``, ``attention``, ``norm``, ``ffn``, ``residual``) name a registered class and
 optional ``args``. A class receives, from the values below, only the keywords its constructor names,
@@ -34,11 +35,10 @@ The counting needs no torch (ablate/config/size.py): the dry run counts built-in
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import torch
-from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from ablate.config import model_section
@@ -52,19 +52,6 @@ from ablate.model.transformer import DecoderLayer, EncoderLayer, Transformer
 T = TypeVar("T")
 
 
-def _section(model_cfg: Any) -> DictConfig:
-    """The one accepted shape: a loaded ``model`` section (a DictConfig of ModelConfig)."""
-    if isinstance(model_cfg, DictConfig) and OmegaConf.get_type(model_cfg) is ModelConfig:
-        return model_cfg
-    if isinstance(model_cfg, Mapping) and not isinstance(model_cfg, DictConfig):
-        # a plain mapping (a saved section, a benchmark's dict) is loaded as a section first
-        return model_section(model_cfg)
-    raise TypeError(
-        f"expected the model section of a loaded config (load_config(...).model, or model_section(mapping) "
-        f"for a stored dict), got {type(model_cfg).__name__}"
-    )
-
-
 def _embedding(vocab_size: int, d_model: int, pad_id: int) -> nn.Embedding:
     emb = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
     # std d_model^-0.5: after the sqrt(d_model) scaling the embeddings have unit scale, like the
@@ -75,7 +62,7 @@ def _embedding(vocab_size: int, d_model: int, pad_id: int) -> nn.Embedding:
     return emb
 
 
-def _embeddings(m: DictConfig, vocab_size: int, pad_id: int) -> tuple[nn.Embedding, nn.Embedding, nn.Linear | None]:
+def _embeddings(m: ModelConfig, vocab_size: int, pad_id: int) -> tuple[nn.Embedding, nn.Embedding, nn.Linear | None]:
     """Source and target embeddings and the pre-softmax projection (None: tied to the embeddings)."""
     src_embed = _embedding(vocab_size, m.d_model, pad_id)
     if m.tie_embeddings:  # one matrix for source, target and the pre-softmax projection (section 3.4)
@@ -102,11 +89,11 @@ class _PartStreams:
             return build()
 
 
-def build_model(model_cfg: DictConfig, vocab_size: int, pad_id: int = PAD_ID) -> Transformer:
+def build_model(model_cfg: ModelConfig | Any, vocab_size: int, pad_id: int = PAD_ID) -> Transformer:
     """Build the encoder-decoder Transformer a loaded ``model`` section describes (see the module docstring)."""
     if vocab_size <= pad_id or vocab_size < 2:
         raise ValueError(f"vocab_size={vocab_size} must exceed pad_id={pad_id}; check the prepared vocabulary")
-    m = _section(model_cfg)
+    m = model_section(model_cfg)
     slots = model_slots(m)
     n_enc, n_dec = enc_dec_layers(m)
     norm, attn, ffn = slots["norm"], slots["attention"], slots["ffn"]
@@ -145,14 +132,14 @@ def build_model(model_cfg: DictConfig, vocab_size: int, pad_id: int = PAD_ID) ->
     )
 
 
-def count_parameters(model_cfg: DictConfig, vocab_size: int) -> int:
+def count_parameters(model_cfg: ModelConfig | Any, vocab_size: int) -> int:
     """Closed-form parameter count of ``build_model(model_cfg, vocab_size)``; allocates nothing
     (the arithmetic, torch-free: ablate/config/size.py)."""
-    return closed_form_count(_section(model_cfg), vocab_size)
+    return closed_form_count(model_section(model_cfg), vocab_size)
 
 
 def train_flops(
-    model_cfg: DictConfig,
+    model_cfg: ModelConfig | Any,
     vocab_size: int,
     src_tokens: float,
     tgt_tokens: float,
@@ -170,4 +157,4 @@ def train_flops(
     attention's, so GQA / MQA cost their fewer key/value heads; the scores are h query heads over every
     key, whatever the variant.
     """
-    return estimate_flops(_section(model_cfg), vocab_size, src_tokens, tgt_tokens, src_len, tgt_len)
+    return estimate_flops(model_section(model_cfg), vocab_size, src_tokens, tgt_tokens, src_len, tgt_len)

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
-from ablate.config import enc_dec_layers, head_dims
+from ablate.config import enc_dec_layers, head_dims, model_section
 from ablate.report.errors import ReportError
 
 # The Table 3 columns, in the paper's order: (key, header as the paper prints it).
@@ -173,7 +172,7 @@ def settings_of(cfg: Mapping[str, Any] | Any) -> dict[str, Any]:
     (:func:`ablate.config.head_dims`, :func:`ablate.config.enc_dec_layers`); an encoder and decoder
     of different depths show as ``"enc/dec"`` in the N column.
     """
-    model = SimpleNamespace(**{key: _get(cfg, f"model.{key}") for key in _MODEL_KEYS})
+    model = model_section({key: _get(cfg, f"model.{key}") for key in _MODEL_KEYS}, "a trial's config")
     n_enc, n_dec = enc_dec_layers(model) if model.n_layers is not None else (None, None)
     d_k, d_v = head_dims(model) if model.d_model and model.n_heads else (model.d_k, model.d_v)
     return {

@@ -26,10 +26,11 @@ def estimate(sweep: Sweep, t: Trial) -> dict[str, Any]:
     """Parameters, budget, training FLOPs and device-hours of one trial, from its config (and, for its
     epochs and target tokens, the prepared data's statistics: :mod:`ablate.sweep.budgets`). FLOPs and
     device-hours are None for a budget in epochs or tokens whose data is not prepared yet."""
-    from ablate.config.size import count_parameters, plain_section, train_flops  # closed forms: no torch
+    from ablate.config import model_section
+    from ablate.config.size import count_parameters, train_flops  # closed forms: no torch
 
     c = t.config
-    model, vocab_size = plain_section(c["model"]), c["data"]["vocab_size"]
+    model, vocab_size = model_section(c["model"]), c["data"]["vocab_size"]
     devices = devices_of(c["trainer"])
     per_step = c["data"]["max_tokens"] * devices * c["train"]["accumulate_grad_batches"]
     budget = trial_budget(c)

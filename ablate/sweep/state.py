@@ -177,9 +177,10 @@ class TrialView:
         measured = self.metrics.get("params")
         if isinstance(measured, (int, float)) and not isinstance(measured, bool):
             return int(measured)
-        from ablate.config.size import count_parameters, plain_section  # closed forms: no torch
+        from ablate.config import model_section
+        from ablate.config.size import count_parameters  # closed forms: no torch
 
-        return int(count_parameters(plain_section(self.config["model"]), self.config["data"]["vocab_size"]))
+        return int(count_parameters(model_section(self.config["model"]), self.config["data"]["vocab_size"]))
 
     def progress(self) -> dict[str, Any]:
         """The run's progress.json (step, max_steps, val/ppl, elapsed_s, eta_s) once it started, else {}."""

@@ -20,6 +20,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from ablate.config import ModelConfig, head_dims, model_section
+
 NOT_CUDA = "not CUDA"
 
 
@@ -60,9 +62,8 @@ def attention_kernel(n_heads: int, d_k: int, d_v: int, device: torch.device, dty
             return f"math ({'; '.join(reasons)})"
 
 
-def check_attention(model_cfg: Any, device: torch.device, precision: str) -> str:
+def check_attention(model_cfg: ModelConfig, device: torch.device, precision: str) -> str:
     """:func:`attention_kernel` for a model section; prints one warning line when it is the math kernel."""
-    from ablate.config import head_dims
 
     d_k, d_v = head_dims(model_cfg)
     dtype = torch.bfloat16 if "bf16" in str(precision) else torch.float16 if "16" in str(precision) else torch.float32
@@ -81,4 +82,4 @@ def fast_path(cfg: Any, trainer: Any) -> None:
     if not enable_tf32() or trainer.strategy.root_device.type != "cuda":
         return
     if trainer.is_global_zero:
-        check_attention(cfg.model, trainer.strategy.root_device, str(trainer.precision))
+        check_attention(model_section(cfg.model), trainer.strategy.root_device, str(trainer.precision))

@@ -1,7 +1,9 @@
 """TranslationSystem: the one LightningModule every trial trains (the paper's recipe, section 5).
 
-It takes only primitives (the model section as a plain dict, the vocabulary size, numbers) and calls
-``save_hyperparameters()``, so a checkpoint alone rebuilds the model: ``TranslationSystem.load_from_checkpoint``.
+Its hyperparameters are primitives (the model section as a plain dict, the vocabulary size, numbers):
+``save_hyperparameters()`` stores them, so a checkpoint alone rebuilds the model with
+``TranslationSystem.load_from_checkpoint`` and unpickles no ablate class. The model section is turned
+into its one shape (a frozen ``ModelConfig``) once, here, and built from that.
 
 - Loss: label-smoothed cross-entropy, padding ignored, averaged over the batch's target tokens (5.4);
   projected and softmaxed only at real target positions, a chunk of rows at a time (losses.py).
@@ -17,6 +19,7 @@ It takes only primitives (the model section as a plain dict, the vocabulary size
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from pathlib import Path
 from typing import Any
@@ -26,7 +29,7 @@ import torch
 import torch.distributed as dist
 from torchmetrics import MeanMetric
 
-from ablate.config import model_section
+from ablate.config import ModelConfig, model_section
 from ablate.errors import AblateError
 from ablate.model.build import build_model
 from ablate.train.fast import adam_options
@@ -42,7 +45,7 @@ class TrainingDiverged(AblateError):
 class TranslationSystem(pl.LightningModule):
     def __init__(
         self,
-        model: dict[str, Any],
+        model: dict[str, Any] | ModelConfig,
         vocab_size: int,
         pad_id: int = 0,
         bos_id: int = 2,
@@ -57,10 +60,12 @@ class TranslationSystem(pl.LightningModule):
         compile: bool = False,
     ) -> None:
         super().__init__()
+        section = model_section(model, "TranslationSystem(model=...)")
+        model = dataclasses.asdict(section)  # the hyperparameter stays a plain dict (see the module docstring)
         self.save_hyperparameters()
-        self.model = build_model(model_section(model, "TranslationSystem(model=...)"), vocab_size, pad_id)
+        self.model = build_model(section, vocab_size, pad_id)
         self._features: Any = None  # the (compiled) training forward, made at the first step
-        self.d_model = int(self.model.d_model) if hasattr(self.model, "d_model") else int(model["d_model"])
+        self.d_model = section.d_model
         self.dev_nll = MeanMetric().set_dtype(torch.float64)  # weighted by target tokens: a corpus mean
         self._pending_rng: dict[str, Any] | None = None
         self.train_tokens = 0  # target tokens seen by this rank since the start (or resume) of fit

@@ -1,7 +1,9 @@
-"""build_model's one input shape (a loaded model section), slot args, and model mistakes refused at load."""
+"""build_model's one input shape (a frozen ModelConfig), slot args, and model mistakes refused at load."""
 
 from __future__ import annotations
 
+import dataclasses
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -21,16 +23,21 @@ def _load(model: dict[str, Any]) -> Any:
 
 def test_the_section_from_load_from_dict_and_model_section_is_one_shape(tiny_model_cfg: dict[str, Any]) -> None:
     cfg = _load(tiny_model_cfg)
-    sections = [cfg.model, from_dict(to_dict(cfg)).model, model_section(tiny_model_cfg)]
-    assert len({count_parameters(s, 32) for s in sections}) == 1
+    inputs = [cfg.model, from_dict(to_dict(cfg)).model, tiny_model_cfg, OmegaConf.create(tiny_model_cfg)]
+    sections = [model_section(x) for x in inputs]
+    assert all(type(s) is ModelConfig for s in sections) and len(set(map(repr, sections))) == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        sections[0].d_model = 32  # type: ignore[misc]
+    assert len({count_parameters(s, 32) for s in [*inputs, *sections]}) == 1
     assert all(build_model(s, vocab_size=32).d_model == 16 for s in sections)
 
 
-@pytest.mark.parametrize("shape", ["dataclass", "untyped DictConfig"])
+@pytest.mark.parametrize("shape", ["namespace", "unknown key"])
 def test_other_shapes_are_refused(tiny_model_cfg: dict[str, Any], shape: str) -> None:
-    other = ModelConfig(**tiny_model_cfg) if shape == "dataclass" else OmegaConf.create(tiny_model_cfg)
+    other = SimpleNamespace(**tiny_model_cfg) if shape == "namespace" else {**tiny_model_cfg, "d_modl": 4}
+    error, match = (TypeError, "expected a model section") if shape == "namespace" else (ConfigError, "'d_modl'")
     for call in (lambda: build_model(other, 32), lambda: count_parameters(other, 32)):
-        with pytest.raises(TypeError, match=r"model section of a loaded config .*model_section\(mapping\)"):
+        with pytest.raises(error, match=match):
             call()
 
 
