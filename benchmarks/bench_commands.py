@@ -13,6 +13,12 @@ the median and the range, with the machine's load average:
   then; otherwise it would train, so it is skipped with a note).
 
 Target: each under 1.5 s for the 20-row mini sweep with 3 seeds.
+
+    python benchmarks/bench_commands.py --against ../old-checkout   # this code against another checkout
+
+``--against DIR`` runs every command also from ``DIR`` (another checkout of ablate, e.g. a ``git
+worktree`` of an older commit: ``python -m ablate`` imports the package of the working directory),
+alternating the two run by run, and prints both medians and their ratio (other / this).
 """
 
 from __future__ import annotations
@@ -32,13 +38,21 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def timed(cmd: list[str], repeats: int) -> tuple[float, float, float, int]:
-    times, rc = [], 0
+def once(cmd: list[str], cwd: Path) -> tuple[float, int]:
+    t = time.perf_counter()
+    rc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+    return time.perf_counter() - t, rc
+
+
+def timed(cmd: list[str], repeats: int, cwds: list[Path]) -> list[tuple[float, float, float, int]]:
+    """Per working directory: (median, min, max, last exit code) of ``repeats`` runs, interleaved."""
+    times: list[list[float]] = [[] for _ in cwds]
+    rcs = [0] * len(cwds)
     for _ in range(repeats):
-        t = time.perf_counter()
-        rc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), min(times), max(times), rc
+        for i, cwd in enumerate(cwds):
+            seconds, rcs[i] = once(cmd, cwd)
+            times[i].append(seconds)
+    return [(statistics.median(t), min(t), max(t), rc) for t, rc in zip(times, rcs)]
 
 
 def all_done(sweep: Path) -> bool:
@@ -52,7 +66,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("sweep", nargs="?", default=str(ROOT / "sweeps" / "table3-mini.yaml"))
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--against", type=Path, help="another checkout of ablate to time the same commands from")
     args = p.parse_args()
+    cwds = [ROOT, *([args.against.resolve()] if args.against else [])]
     sweep = Path(args.sweep).resolve()
     ablate = [sys.executable, "-m", "ablate"]
     spec = yaml.safe_load(sweep.read_text())
@@ -74,8 +90,13 @@ def main() -> None:
             print("(rerun skipped: not every trial of the store is done; run the sweep first)")
         print(f"{sweep.name}: {args.repeats} runs each, fresh processes; load average {os.getloadavg()[0]:.2f}")
         for name, cmd in cases:
-            med, lo, hi, rc = timed(cmd, args.repeats)
-            print(f"  {name:<30} median {med:5.2f} s  (min {lo:.2f}, max {hi:.2f}; exit {rc})")
+            results = timed(cmd, args.repeats, cwds)
+            med, lo, hi, rc = results[0]
+            line = f"  {name:<30} median {med:5.2f} s  (min {lo:.2f}, max {hi:.2f}; exit {rc})"
+            if len(results) > 1:
+                other = results[1]
+                line += f"   {args.against.name}: {other[0]:5.2f} s (exit {other[3]}), ratio {other[0] / med:.2f}x"
+            print(line)
 
 
 if __name__ == "__main__":

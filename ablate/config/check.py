@@ -5,7 +5,8 @@ Types and unknown keys are checked while the layers merge (ablate/config/load.py
 ``<layer>: <key>: <what is wrong and what to do>`` where ``<layer>`` is the file or override that set
 the key (:class:`Origins`). Names are checked against the registries of the section that uses them:
 corpora through ablate/data/catalog.py, model variants through ablate/config/size.py (neither imports
-torch: the built-in variants' names, args and closed forms are in ablate/config/variants.py).
+torch: ablate/config/variants.py reads the built-in variants' names, args and closed forms from
+the source of ablate/model/).
 Launchers are the sweep file's business, not the config's.
 """
 

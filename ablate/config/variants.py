@@ -3,21 +3,29 @@
 The variant classes live in ablate/model/ (positional.py, attention.py, norm.py, ffn.py, residual.py)
 and import torch (~2-3 s). Checking a config's variant names and args, and counting a model's
 parameters and FLOPs (ablate/config/size.py: config load, ``ablate sweep --dry-run``, ``ablate status``
-and ``ablate table``) need only what this module holds for each built-in name: the keywords its
-constructor takes, its ``num_params`` and, for a residual, ``norms_per_sublayer`` and ``final_norm``.
-The closed forms are defined here once and the classes take them from here (``num_params =
-staticmethod(...)``); tests/model/test_model_catalog.py checks the rest against the real registries.
+and ``ablate table``) need, for each built-in name, only the keywords its constructor takes, its
+``num_params`` and, for a residual, ``norms_per_sublayer`` and ``final_norm``.
+
+Each variant is declared once, as its class: :func:`builtin` reads those facts from the source of
+ablate/model/ with ``ast`` (the ``@REGISTRY.register("name")`` decorator, ``__init__``'s parameters
+and the class attributes, inherited within the module), which costs a few milliseconds and imports
+nothing. The closed forms are functions defined here, torch-free, that the classes name in their body
+(``num_params = staticmethod(...)``). tests/model/test_model_catalog.py checks what is read against
+the imported registries.
 
 :func:`lookup` answers from the real registry once ``ablate.model`` is imported (a sweep's ``imports:``
-plugins register there; training and building import it anyway), else from :data:`BUILTIN`. An unknown
+plugins register there; training and building import it anyway), else from :func:`builtin`. An unknown
 name gets the registry's own one-line error (ablate/registry.py ``unknown_message``).
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from ablate.registry import RegistryError, all_registries, unknown_message
@@ -133,52 +141,80 @@ class Variant:
     final_norm: bool = False  # residuals: each stack's output gets one more norm
 
 
-def _variants(*entries: tuple[Any, ...]) -> dict[str, Variant]:
-    return {e[0]: Variant(e[0], frozenset(e[1].split()), *e[2:]) for e in entries}
+# The modules of ablate/model/ whose classes fill each slot registry (file name = slot kind).
+MODEL_DIR = Path(__file__).resolve().parents[1] / "model"
+SLOT_FILES = ("positional", "attention", "norm", "ffn", "residual")
 
 
-_ATTENTION = "d_model n_heads d_k d_v dropout"
-BUILTIN: dict[str, dict[str, Variant]] = {
-    "positional": _variants(
-        ("sinusoidal", "d_model max_positions", sinusoidal_params),
-        ("learned", "d_model max_positions", learned_params),
-        ("none", "", no_params),
-        ("rope", "d_k max_positions base", rope_params),
-        ("alibi", "n_heads", no_params),
-        ("t5", "n_heads causal n_buckets max_distance", t5_params),
-    ),
-    "attention": _variants(
-        ("mha", _ATTENTION, mha_params),
-        ("gqa", f"{_ATTENTION} n_kv_heads", gqa_params),
-        ("mqa", _ATTENTION, mqa_params),
-        ("qknorm", f"{_ATTENTION} eps", qknorm_params),
-        ("talking_heads", _ATTENTION, talking_heads_params),
-        ("sigmoid", _ATTENTION, mha_params),
-    ),
-    "norm": _variants(
-        ("layernorm", "d_model eps", layernorm_params),
-        ("rmsnorm", "d_model eps", rmsnorm_params),
-        ("scalenorm", "d_model eps", scalenorm_params),
-        ("dyt", "d_model alpha", dyt_params),
-    ),
-    "ffn": _variants(
-        ("relu", "d_model d_ff", ffn_params),
-        ("gelu", "d_model d_ff", ffn_params),
-        ("swiglu", "d_model d_ff d_inner", glu_params),
-        ("geglu", "d_model d_ff d_inner", glu_params),
-        ("relu2", "d_model d_ff", ffn_params),
-        ("glu", "d_model d_ff d_inner", glu_params),
-        ("reglu", "d_model d_ff d_inner", glu_params),
-        ("liglu", "d_model d_ff d_inner", glu_params),
-    ),
-    "residual": _variants(
-        ("post", "norms dropout", no_params, 1, False),
-        ("pre", "norms dropout", no_params, 1, True),
-        ("sandwich", "norms dropout", no_params, 2, True),
-        ("deepnorm", "norms dropout n_enc_layers n_dec_layers stack", no_params, 1, False),
-        ("rezero", "norms dropout", one_param, 0, False),
-    ),
-}
+class _Classes:
+    """The class definitions of one model module, read with ``ast`` (no torch, no import)."""
+
+    def __init__(self, kind: str) -> None:
+        tree = ast.parse((MODEL_DIR / f"{kind}.py").read_text(encoding="utf-8"))
+        self.defs = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}
+
+    def chain(self, name: str) -> Iterator[ast.ClassDef]:
+        """The class and its bases defined in the same module, nearest first."""
+        while name in self.defs:
+            node = self.defs[name]
+            yield node
+            base = node.bases[0] if node.bases else None
+            name = base.id if isinstance(base, ast.Name) else ""
+
+    def keywords(self, name: str) -> frozenset[str]:
+        for node in self.chain(name):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    a = item.args
+                    return frozenset(x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs][1:])
+        return frozenset()
+
+    def attribute(self, name: str, attr: str, default: Any) -> Any:
+        """A class attribute's literal value, inherited within the module; ``default`` if none."""
+        for node in self.chain(name):
+            for item in node.body:
+                target = item.target if isinstance(item, ast.AnnAssign) else None
+                if isinstance(item, ast.Assign) and len(item.targets) == 1:
+                    target = item.targets[0]
+                if isinstance(target, ast.Name) and target.id == attr and item.value is not None:
+                    return item.value
+        return default
+
+
+def _registered_name(node: ast.ClassDef) -> str | None:
+    for dec in node.decorator_list:  # @REGISTRY.register("name")
+        if isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute) and dec.func.attr == "register":
+            if dec.args and isinstance(dec.args[0], ast.Constant):
+                return str(dec.args[0].value)
+    return None
+
+
+def _variant(classes: _Classes, name: str, node: ast.ClassDef) -> Variant:
+    closed = classes.attribute(node.name, "num_params", None)  # num_params = staticmethod(<a function here>)
+    if not (isinstance(closed, ast.Call) and closed.args and isinstance(closed.args[0], ast.Name)):
+        raise RuntimeError(f"ablate/model: {node.name} has no num_params = staticmethod(<closed form>)")
+    literal = ast.literal_eval
+    norms = classes.attribute(node.name, "norms_per_sublayer", None)
+    final = classes.attribute(node.name, "final_norm", None)
+    return Variant(
+        name,
+        classes.keywords(node.name),
+        globals()[closed.args[0].id],
+        literal(norms) if norms is not None else 1,
+        literal(final) if final is not None else False,
+    )
+
+
+@functools.cache
+def builtin() -> dict[str, dict[str, Variant]]:
+    """Every built-in variant of every slot kind, read from the source of ablate/model/ (see the module
+    docstring): the class is the one declaration of its name, keywords and residual attributes."""
+    out: dict[str, dict[str, Variant]] = {}
+    for kind in SLOT_FILES:
+        classes = _Classes(kind)
+        named = ((_registered_name(node), node) for node in classes.defs.values())
+        out[kind] = {name: _variant(classes, name, node) for name, node in named if name}
+    return out
 
 
 def loaded_registry(kind: str) -> Any:
@@ -194,6 +230,6 @@ def lookup(kind: str, name: str) -> Any:
     if registry is not None:
         return registry.get(name)
     try:
-        return BUILTIN[kind][name]
+        return builtin()[kind][name]
     except (KeyError, TypeError):
-        raise RegistryError(unknown_message(kind, name, list(BUILTIN[kind]))) from None
+        raise RegistryError(unknown_message(kind, name, list(builtin()[kind]))) from None

@@ -13,13 +13,13 @@ import pytest
 import ablate.config.variants
 from ablate.config import ConfigError, load_config, model_section
 from ablate.config.size import check_slot, count_parameters, keywords, train_flops
-from ablate.config.variants import BUILTIN, Variant, lookup
+from ablate.config.variants import Variant, builtin, lookup
 from ablate.model.contract import variant_config
 from ablate.model.slots import SLOT_REGISTRIES
 from ablate.registry import RegistryError
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILTIN_CASES = [(kind, name) for kind, variants in BUILTIN.items() for name in variants]
+BUILTIN_CASES = [(kind, name) for kind, variants in builtin().items() for name in variants]
 
 
 def _builtins(kind: str) -> list[str]:
@@ -35,14 +35,14 @@ def catalogue_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_catalogue_lists_every_built_in_variant_and_no_other() -> None:
-    assert set(BUILTIN) == set(SLOT_REGISTRIES)
-    for kind, variants in BUILTIN.items():
+    assert set(builtin()) == set(SLOT_REGISTRIES)
+    for kind, variants in builtin().items():
         assert sorted(variants) == _builtins(kind), kind
 
 
 @pytest.mark.parametrize(("kind", "name"), BUILTIN_CASES, ids=[f"{k}={n}" for k, n in BUILTIN_CASES])
 def test_a_stand_in_matches_its_class(kind: str, name: str) -> None:
-    cls, variant = SLOT_REGISTRIES[kind].get(name), BUILTIN[kind][name]
+    cls, variant = SLOT_REGISTRIES[kind].get(name), builtin()[kind][name]
     assert lookup(kind, name) is cls  # ablate.model is imported here: the real class
     assert keywords(cls) == set(variant.keywords) == keywords(variant)
     closed = vars(cls)["num_params"]  # in the class's own body, and the catalogue's very function
