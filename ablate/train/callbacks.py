@@ -37,7 +37,13 @@ class AtomicCheckpointIO(TorchCheckpointIO):
 
 
 class LastCheckpoint(Checkpoint):
-    """Writes ``<dirpath>/last.ckpt`` after each validation and every ``every_steps`` optimizer steps."""
+    """Writes ``<dirpath>/last.ckpt`` after each validation and every ``every_steps`` optimizer steps.
+
+    Not ``ModelCheckpoint(save_last=True, every_n_train_steps=...)``: Lightning's ModelCheckpoint saves
+    either every N training steps or at validation ends (its ``every_n_train_steps``, ``every_n_epochs``
+    and ``train_time_interval`` are mutually exclusive), and a resumable run needs both: the step
+    interval bounds the work a kill loses, the validation save keeps the dev-PPL history in step.
+    """
 
     def __init__(self, dirpath: str | Path, every_steps: int = 0) -> None:
         self.path = Path(dirpath) / "last.ckpt"

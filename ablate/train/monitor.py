@@ -3,6 +3,12 @@
 :class:`RunMonitor`: tokens/s, ``progress.json`` (rewritten atomically at each log step, through
 :class:`ablate.rundir.RunDir`) and a progress display (a rich bar on a terminal, one line per log step
 otherwise, e.g. in a SLURM log).
+
+Why not Lightning's own: its progress bars count the batches of one epoch and start again each epoch,
+while a run's budget is optimizer steps across epochs (11.5 epochs for the Multi30k recipe), so this
+bar counts steps to ``max_steps`` with an ETA that also respects ``train.max_time_minutes``. Its
+``ThroughputMonitor`` counts every batch the loader yields; tokens/s here counts the real (non-pad)
+target tokens the loss saw, which is what the table's cost columns and the benchmarks compare.
 """
 
 from __future__ import annotations
