@@ -110,8 +110,14 @@ def plain_train(model: nn.Module, batches: list[dict[str, Tensor]], warmup: int,
 
 
 @torch.no_grad()
-def plain_beam(model: Any, src: Tensor, k: int, alpha: float, a: float, b: int) -> list[tuple[list[int], float]]:
-    """Best (tokens, score) per sentence; score = logprob / ((5 + |Y|) / 6)^alpha, |Y| counting EOS."""
+def plain_beam(
+    model: Any, src: Tensor, k: int, alpha: float, a: float, b: int, drop_finished: bool = False
+) -> list[tuple[list[int], float]]:
+    """Best (tokens, score) per sentence; score = logprob / ((5 + |Y|) / 6)^alpha, |Y| counting EOS.
+
+    ``drop_finished``: a finished sentence leaves the batch (its rows, cache, memory and limits are
+    dropped), as a production beam does; otherwise every sentence keeps its k rows to the batch's end.
+    """
     n, dev = src.size(0), src.device
     limit = torch.floor(a * (src != PAD).sum(1).double() + b).long().clamp(min=1).repeat_interleave(k)
     memory, src_pad = model.encode(src)
@@ -123,8 +129,9 @@ def plain_beam(model: Any, src: Tensor, k: int, alpha: float, a: float, b: int) 
     scores = scores.view(-1)
     finished: list[list[tuple[float, list[int], float]]] = [[] for _ in range(n)]
     done = [False] * n
+    alive = list(range(n))  # the sentence of each group of k rows, in row order
     t = 0
-    while not all(done):
+    while alive and not all(done):
         logits = model.decode(tokens[:, -1:], memory, src_pad, cache=cache)
         lprobs = torch.log_softmax(logits[:, -1].float(), dim=-1)
         lprobs[:, PAD] = lprobs[:, BOS] = -math.inf
@@ -133,30 +140,39 @@ def plain_beam(model: Any, src: Tensor, k: int, alpha: float, a: float, b: int) 
         lprobs[at_limit] = -math.inf
         lprobs[at_limit, EOS] = eos_col[at_limit]
         t += 1
-        vocab = lprobs.size(1)
-        total = (scores[:, None] + lprobs.double()).view(n, k * vocab)
+        m, vocab = len(alive), lprobs.size(1)
+        total = (scores[:, None] + lprobs.double()).view(m, k * vocab)
         cand, idx = total.topk(2 * k, dim=1)
         beam, tok = idx // vocab, idx % vocab
-        next_beam, next_tok, next_score = [], [], []
-        cand_l, beam_l, tok_l, lim_l = cand.tolist(), beam.tolist(), tok.tolist(), at_limit.view(n, k)[:, 0].tolist()
-        for i in range(n):
+        next_beam, next_tok, next_score, keep = [], [], [], []
+        cand_l, beam_l, tok_l, lim_l = cand.tolist(), beam.tolist(), tok.tolist(), at_limit.view(m, k)[:, 0].tolist()
+        for g, i in enumerate(alive):
             rows: list[tuple[int, int, float]] = []
             for j in range(2 * k):
-                s, r, w = cand_l[i][j], i * k + beam_l[i][j], tok_l[i][j]
+                s, r, w = cand_l[g][j], g * k + beam_l[g][j], tok_l[g][j]
                 if w == EOS:
                     if j < k and s > -math.inf and not done[i] and len(finished[i]) < k:
                         finished[i].append((s / ((5.0 + t) / 6.0) ** alpha, tokens[r, 1:].tolist(), s))
                 elif len(rows) < k:
                     rows.append((r, w, s))
             while len(rows) < k:  # a sentence past its limit: keep its rows, they are ignored
-                rows.append((i * k, EOS, -math.inf))
-            done[i] = done[i] or lim_l[i] or len(finished[i]) >= k
+                rows.append((g * k, EOS, -math.inf))
+            done[i] = done[i] or lim_l[g] or len(finished[i]) >= k
+            if drop_finished and done[i]:
+                continue
+            keep.append(i)
             for r, w, s in rows:
                 next_beam.append(r), next_tok.append(w), next_score.append(s)
+        if not keep:
+            break
         index = torch.tensor(next_beam, device=dev)
         tokens = torch.cat([tokens[index], torch.tensor(next_tok, device=dev)[:, None]], dim=1)
         scores = torch.tensor(next_score, dtype=torch.float64, device=dev)
-        model.reorder_cache(cache, index, include_cross=False)  # every sentence keeps its k rows
+        shrink = len(keep) < len(alive)
+        model.reorder_cache(cache, index, include_cross=shrink)  # every kept sentence keeps its k rows
+        if shrink:
+            memory, src_pad, limit = memory[index], src_pad[index], limit[index]
+        alive = keep
     out = []
     for hyps in finished:
         best = max(hyps, key=lambda h: h[0])  # max keeps the first of equal scores, as a stable sort does
