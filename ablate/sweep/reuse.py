@@ -48,10 +48,11 @@ def other_sweeps(spec: Sweep, store: SweepStore) -> list[tuple[str, str, int]]:
 
 
 def hint(spec: Sweep, store: SweepStore) -> str | None:
-    """One line when this sweep has no study yet but another sweep's store is there, else None."""
+    """One line when this sweep has no study yet but another sweep in its store finished some of its
+    trials (a renamed sweep file), else None: sweeps that share no finished trial are not news."""
     if store.exists():
         return None
-    others = other_sweeps(spec, store)
+    others = [o for o in other_sweeps(spec, store) if o[2] > 0]
     if not others:
         return None
     listed = ", ".join(f"{name!r} ({n} finished trial(s) with this sweep's trial ids)" for name, _, n in others)

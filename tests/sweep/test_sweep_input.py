@@ -278,6 +278,9 @@ def test_a_renamed_sweep_file_says_so_and_reuses_finished_trials_on_request(writ
     first = store.attempts()[0]
     assert store.claim(first.storage_id, "t")
     store.finish(first.storage_id, {"val/ppl": 7.0, "step": 6})
+    other = write_sweep(filename="other.yaml", rows=[{"name": "c", "overrides": ["model.d_ff=8"]}])
+    assert main(["status", str(other)]) == 0  # another sweep in the store, none of its trials finished there
+    assert "renamed sweep file" not in capsys.readouterr().out
     new = old.rename(old.with_name("new.yaml"))
     assert main(["status", str(new)]) == 0
     out = capsys.readouterr().out
