@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The runs behind docs/results/transfer.md: sweeps/table3-multi30k.yaml's recipe, unchanged, on two
-# corpora it was not tuned on. Only the corpus changes; each run gets its own copy of the sweep file
-# (its own name, so its own store and W&B group).
+# corpora it was not tuned on (only the corpus changes; each run gets its own copy of the sweep file,
+# so its own store and W&B group); then the same rows on the synthetic corpus against Multi30k, for
+# Table 3 and for "Table 3 revisited", side by side with `ablate compare`.
 #
 #   bash docs/results/transfer.sh MULTI30K_DIR NEWSTEST_DIR [WORK_DIR]
 #
@@ -38,3 +39,13 @@ for name in table3-news table3-multi30k-b; do
   ablate table "$work/$name.yaml" --format md --plot "$work/$name.png" > "$work/$name.md"
 done
 ablate compare "$work/table3-multi30k-b.yaml" "$work/table3-news.yaml" --format md > "$work/compare.md"
+
+# 3. The same rows on the synthetic corpus (the main job) and on Multi30k: which keep their direction.
+(cd "$repo" && ablate sweep sweeps/table3-mini.yaml)
+ablate compare "$repo/sweeps/table3-mini.yaml" "$work/table3-multi30k-b.yaml" --format md \
+  --plot "$work/transfer-mini-vs-multi30k.png" > "$work/compare-mini-multi30k.md"
+
+# 4. "Table 3 revisited" on both corpora: every row with a Narang et al. figure, Multi30k's recipe.
+(cd "$repo" && ablate sweep sweeps/revisited-mini.yaml && ablate sweep sweeps/revisited-multi30k.yaml "data.root=$m30k")
+ablate compare "$repo/sweeps/revisited-mini.yaml" "$repo/sweeps/revisited-multi30k.yaml" --format md \
+  --plot "$work/transfer-revisited.png" > "$work/compare-revisited.md"
