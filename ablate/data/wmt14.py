@@ -1,17 +1,20 @@
 """``wmt14_en_de``: the paper's corpus (section 5.1), downloaded from statmt.org or taken from ``root``.
 
 Training data is the WMT 2014 English-German constrained parallel data the paper used (~4.5M pairs):
-Europarl v7, Common Crawl and News Commentary v9. Dev is newstest2013 and test is newstest2014 (the
-full 3,003-sentence version), as in Table 3. The archives are fetched with resumable downloads
+Europarl v7, Common Crawl and News Commentary v9. The archives are fetched with resumable downloads
 (``.part`` files and HTTP ``Range``) into ``<cache>/downloads/wmt14_en_de``; the two sides of each
 source are extracted from their archive and appended to ``train.en`` / ``train.de``. Pairs with an
 empty side or bytes that are not UTF-8 are skipped and counted (they occur in Common Crawl), so the
-assembled files pass the strict reader of ablate/data/corpora.py.
+assembled files pass the strict reader of ablate/data/corpora.py. No checksums are published for
+these archives; their integrity is checked by reading them in full.
 
-``data.root`` may hold either the assembled plain files (``train.{en,de}``, ``newstest2013.{en,de}``,
-``newstest2014.{en,de}``) or the downloaded archives under their original names; files present there
-take precedence over downloads. No checksums are pinned for these archives (the statmt.org files are
-not published with them); archive integrity is checked by reading them in full. The corpus takes no
+Dev is newstest2013 and test is newstest2014 (the full 3,003-sentence version), as in Table 3. They
+come from sacreBLEU's own test sets (``wmt13`` and ``wmt14/full``, en-de): checksummed, with its SGML
+handling, cached under ``$SACREBLEU`` (default ``~/.sacrebleu``), and copied into the corpus folder.
+
+``data.root`` may hold the plain files of any split (``train.{en,de}``, ``newstest2013.{en,de}``,
+``newstest2014.{en,de}``) and the training archives under their original names; what is there is used
+instead of a download (offline: put all three splits' plain files there). The corpus takes no
 ``data.args`` options.
 """
 
@@ -19,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tarfile
 from collections.abc import Iterator
@@ -42,27 +44,8 @@ TRAIN_SOURCES = [
         "news-commentary-v9.de-en.de",
     ),
 ]
-DEV_SOURCE = ("https://www.statmt.org/wmt14/dev.tgz", "newstest2013.en", "newstest2013.de")
-TEST_SOURCE = (
-    "https://www.statmt.org/wmt14/test-full.tgz",
-    "newstest2014-deen-src.en.sgm",
-    "newstest2014-deen-ref.de.sgm",
-)
-
-_SEG = re.compile(r"<seg[^>]*>(.*)</seg>", re.IGNORECASE)
-
-
-def sgm_segments(path: Path) -> list[str]:
-    """The text of every ``<seg>`` of an SGML test file, in order (entities kept, as sacreBLEU does)."""
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            m = _SEG.search(line)
-            if m:
-                out.append(m.group(1).strip())
-    if not out:
-        raise DataError(f"{path}: no <seg> elements found; is it a WMT .sgm file?")
-    return out
+# The dev and test sets by the names sacreBLEU knows them under (language pair en-de).
+TEST_SETS = {"newstest2013": "wmt13", "newstest2014": "wmt14/full"}
 
 
 def extract_members(archive: Path, suffixes: tuple[str, ...], dest: Path) -> list[Path]:
@@ -133,26 +116,6 @@ def assemble_train(archives: list[tuple[Path, str, str]], folder: Path) -> tuple
     return out_en, out_de
 
 
-def _plain_pair(folder: Path, name: str, archive: Path, members: tuple[str, str], sgm: bool) -> tuple[Path, Path]:
-    out_en, out_de = folder / f"{name}.en", folder / f"{name}.de"
-    if out_en.exists() and out_de.exists():
-        return out_en, out_de
-    tmp = folder / f".{name}-{os.getpid()}"
-    try:
-        en, de = extract_members(archive, members, tmp)
-        if sgm:
-            segs_en, segs_de = sgm_segments(en), sgm_segments(de)
-            if len(segs_en) != len(segs_de):
-                raise DataError(f"{archive}: {members[0]} has {len(segs_en)} segments, {members[1]} {len(segs_de)}")
-            en.write_text("\n".join(segs_en) + "\n", encoding="utf-8")
-            de.write_text("\n".join(segs_de) + "\n", encoding="utf-8")
-        os.replace(de, out_de)
-        os.replace(en, out_en)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return out_en, out_de
-
-
 def _archive(url: str, root: Path | None, folder: Path, progress: bool) -> Path:
     name = url.rsplit("/", 1)[1]
     if root is not None and (root / name).is_file():
@@ -217,5 +180,23 @@ def _assemble_split(split: str, name: str, base: Path | None, folder: Path, prog
         archives = [(_archive(u, base, folder, progress), en, de) for u, en, de in TRAIN_SOURCES]
         assemble_train(archives, folder)
     else:
-        url, en, de = DEV_SOURCE if split == "valid" else TEST_SOURCE
-        _plain_pair(folder, name, _archive(url, base, folder, progress), (en, de), sgm=split == "test")
+        _test_set(folder, name)
+
+
+def _test_set(folder: Path, name: str) -> None:
+    """``folder/<name>.{en,de}`` from sacreBLEU's copy of the test set (downloaded once, checksummed)."""
+    if all((folder / f"{name}.{lang}").exists() for lang in ("en", "de")):
+        return
+    from sacrebleu.utils import download_test_set
+
+    try:
+        source, reference = download_test_set(TEST_SETS[name], "en-de")[:2]
+    except (Exception, SystemExit) as exc:  # sacreBLEU may exit on a failed download or checksum
+        detail = str(exc) if isinstance(exc, Exception) else "download or checksum failed"
+        raise DataError(
+            f"wmt14_en_de: sacreBLEU could not fetch {name} ({detail}); "
+            f"offline, put {name}.en and {name}.de in data.root"
+        ) from None
+    for path, lang in ((reference, "de"), (source, "en")):  # .en last: its presence means "in place"
+        shutil.copyfile(path, folder / f".{name}.{lang}.tmp")
+        os.replace(folder / f".{name}.{lang}.tmp", folder / f"{name}.{lang}")

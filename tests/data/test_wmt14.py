@@ -1,4 +1,5 @@
-"""WMT14 en-de: sgm parsing, archive member selection, assembly and resumable downloads (no network)."""
+"""WMT14 en-de: archive member selection, assembly, the test sets through sacreBLEU and resumable
+downloads (no network: sacreBLEU's downloader and ablate's are replaced by local stand-ins)."""
 
 from __future__ import annotations
 
@@ -13,16 +14,6 @@ from ablate.data import download, wmt14
 from ablate.data.catalog import build_corpus
 from ablate.data.errors import DataError
 
-SGM = """<srcset setid="newstest2014" srclang="any">
-<doc sysid="ref" docid="1012-bbc" genre="news" origlang="en">
-<p>
-<seg id="1">Gutach: Increased safety for pedestrians</seg>
-<seg id="2"> They are not even 100 metres apart </seg>
-</p>
-</doc>
-</srcset>
-"""
-
 
 def _tgz(path: Path, members: dict[str, str]) -> Path:
     with tarfile.open(path, "w:gz") as tar:
@@ -32,17 +23,6 @@ def _tgz(path: Path, members: dict[str, str]) -> Path:
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     return path
-
-
-def test_sgm_segments(tmp_path: Path) -> None:
-    (tmp_path / "t.sgm").write_text(SGM, encoding="utf-8")
-    assert wmt14.sgm_segments(tmp_path / "t.sgm") == [
-        "Gutach: Increased safety for pedestrians",
-        "They are not even 100 metres apart",
-    ]
-    (tmp_path / "bad.sgm").write_text("plain text\n", encoding="utf-8")
-    with pytest.raises(DataError, match=r"bad\.sgm: no <seg> elements"):
-        wmt14.sgm_segments(tmp_path / "bad.sgm")
 
 
 def test_member_selection_by_name(tmp_path: Path) -> None:
@@ -89,21 +69,25 @@ def _archives(folder: Path) -> None:
             "training/news-commentary-v9.de-en.de": "Nachricht eins\n",
         },
     )
-    _tgz(
-        folder / "dev.tgz",
-        {
-            "dev/newstest2013.en": "Dev one\nDev two\n",
-            "dev/newstest2013.de": "Dev eins\nDev zwei\n",
-            "dev/newstest2012.en": "other\n",
-        },
-    )
-    _tgz(
-        folder / "test-full.tgz",
-        {
-            "test-full/newstest2014-deen-src.en.sgm": SGM,
-            "test-full/newstest2014-deen-ref.de.sgm": SGM.replace("Increased", "Mehr"),
-        },
-    )
+    for name in ("newstest2013", "newstest2014"):  # the test sets as sacreBLEU would give them
+        (folder / f"{name}.src.en").write_text(f"{name} one\n{name} two\n", encoding="utf-8")
+        (folder / f"{name}.ref.de").write_text(f"{name} eins\n{name} zwei\n", encoding="utf-8")
+
+
+def _sacrebleu(folder: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """sacreBLEU's test-set download, replaced by the files of ``folder``; returns the calls."""
+    import sacrebleu.utils
+
+    asked: list[tuple[str, str]] = []
+    names = {v: k for k, v in wmt14.TEST_SETS.items()}
+
+    def download_test_set(test_set: str, langpair: str) -> list[str]:
+        asked.append((test_set, langpair))
+        name = names[test_set]
+        return [str(folder / f"{name}.src.en"), str(folder / f"{name}.ref.de")]
+
+    monkeypatch.setattr(sacrebleu.utils, "download_test_set", download_test_set)
+    return asked
 
 
 def test_assembly_from_archives_in_root(tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -113,6 +97,7 @@ def test_assembly_from_archives_in_root(tmp_path: Path, cache: Path, monkeypatch
         raise AssertionError(f"tried to download {request.full_url}")
 
     monkeypatch.setattr(download, "_open", no_network)
+    asked = _sacrebleu(tmp_path / "root", monkeypatch)
     corpus = build_corpus("wmt14_en_de", {}, str(tmp_path / "root"), "en", "de", cache)
     train = list(corpus.pairs("train"))
     assert train == [
@@ -121,9 +106,12 @@ def test_assembly_from_archives_in_root(tmp_path: Path, cache: Path, monkeypatch
         ("Crawl one", "Crawl eins"),
         ("News one", "Nachricht eins"),
     ]
-    assert list(corpus.pairs("valid")) == [("Dev one", "Dev eins"), ("Dev two", "Dev zwei")]
-    test = list(corpus.pairs("test"))
-    assert test[0] == ("Gutach: Increased safety for pedestrians", "Gutach: Mehr safety for pedestrians")
+    assert list(corpus.pairs("valid")) == [
+        ("newstest2013 one", "newstest2013 eins"),
+        ("newstest2013 two", "newstest2013 zwei"),
+    ]
+    assert next(iter(corpus.pairs("test"))) == ("newstest2014 one", "newstest2014 eins")
+    assert sorted(asked) == [("wmt13", "en-de"), ("wmt14/full", "en-de")]  # checksummed test sets
     stats = (cache / "downloads" / "wmt14_en_de" / "train.stats.json").read_text()
     assert '"skipped_empty": 1' in stats and '"skipped_not_utf8": 1' in stats
     de_en = build_corpus("wmt14_en_de", {}, str(tmp_path / "root"), "de", "en", cache)  # reuses the assembly
@@ -148,10 +136,25 @@ def test_download_uses_the_statmt_urls(tmp_path: Path, cache: Path, monkeypatch:
         return urllib.request.urlopen((tmp_path / "served" / request.full_url.rsplit("/", 1)[1]).as_uri())
 
     monkeypatch.setattr(download, "_open", serve)
+    _sacrebleu(tmp_path / "served", monkeypatch)
     corpus = build_corpus("wmt14_en_de", {}, None, "en", "de", cache)
     assert len(list(corpus.pairs("train"))) == 4
-    assert sorted(urls) == sorted([u for u, _, _ in wmt14.TRAIN_SOURCES] + [wmt14.DEV_SOURCE[0], wmt14.TEST_SOURCE[0]])
+    assert sorted(urls) == sorted(u for u, _, _ in wmt14.TRAIN_SOURCES)
     assert all(u.startswith("https://www.statmt.org/") for u in urls)
+
+
+def test_a_test_set_sacrebleu_cannot_fetch_is_one_line(tmp_path: Path, cache: Path, monkeypatch) -> None:
+    import sacrebleu.utils
+
+    (tmp_path / "train.en").write_text("a\n", encoding="utf-8")
+    (tmp_path / "train.de").write_text("A\n", encoding="utf-8")
+
+    def offline(test_set: str, langpair: str) -> list[str]:
+        raise SystemExit(1)  # what sacreBLEU does when its download fails
+
+    monkeypatch.setattr(sacrebleu.utils, "download_test_set", offline)
+    with pytest.raises(DataError, match=r"sacreBLEU could not fetch newstest2013 .*put newstest2013\.en and"):
+        build_corpus("wmt14_en_de", {}, str(tmp_path), "en", "de", cache)
 
 
 class _Resp(io.BytesIO):
