@@ -26,6 +26,7 @@ from typing import Any
 
 from ablate.report.paper import changed_settings, settings_of
 from ablate.report.table import Table3
+from ablate.sweep.expand import set_dotted
 from ablate.sweep.search import RowBest, best_per_row, tuned_views
 from ablate.sweep.search_spec import SearchSpec
 from ablate.sweep.spec import Sweep
@@ -206,11 +207,7 @@ def _tuned_columns(spec: SearchSpec, config: Mapping[str, Any]) -> set[str]:
         seen = []
         for value in p.bounds():
             probe = copy.deepcopy(dict(config))
-            node = probe
-            *parents, leaf = p.key.split(".")
-            for part in parents:
-                node = node.setdefault(part, {})
-            node[leaf] = value
+            set_dotted(probe, p.key, value, "search")
             seen.append(settings_of(probe))
         columns |= {k for k in seen[0] if any(s.get(k) != seen[0].get(k) for s in seen[1:])}
     return columns
