@@ -146,15 +146,16 @@ def render_table(lines: list[TrialLine], title: str) -> Any:
 
 
 class ProgressView:
-    """Redraws a live table on a TTY; elsewhere prints a line whenever a trial changes state, and the
-    sweep's tally with its ETA at least every ``every_s`` seconds.
+    """Redraws a live table on a TTY; elsewhere (a pipe, ``nohup``, a CI or SLURM log) prints a line
+    whenever a trial changes state, and, when nothing did for ``every_s`` seconds (5 minutes), one line
+    with the sweep's tally and ETA, so such a log shows life without filling up.
 
     The live table is drawn by the controller, never by a refresh thread: at most once a second, and
     only when a trial's state, step or dev PPL changed, else every ``clock_s`` for the clocks (elapsed,
     ETA). An idle controller then costs its poll, not a redraw twice a second of an unchanged table
     (rich's default auto-refresh)."""
 
-    every_s: float = 60.0
+    every_s: float = 300.0
     min_redraw_s: float = 1.0
     clock_s: float = 10.0
 
