@@ -4,7 +4,9 @@ Rows are matched by name, else by their ``paper:`` key; rows found in only some 
 Each row's effect is against its own sweep's base: the relative change of dev PPL (``row / base - 1``)
 and the change of BLEU in points, with the sweep's own uncertainty (the 95% interval over seeds where
 there are >= 2, else the paired bootstrap's over dev sentences) and verdict (better / worse / equivalent
-/ undecided, as ``ablate table`` decides them). The paper is one more column where a row has a paper row.
+/ undecided, as ``ablate table`` decides them). The paper is one more column where a row has a paper row,
+and Narang et al. (2021)'s BLEU change another where a row makes a change they measured (directions only:
+their BLEU against our PPL).
 
 Per pair of sweeps (and each sweep against the paper): Spearman's correlation of the PPL effects over
 the rows both have, how many effects point the same way, and the rows whose verdicts disagree (one
@@ -45,6 +47,15 @@ class Comparison:
     effects: dict[str, list[Effect | None]]  # row -> one effect per sweep (None: not finished there)
     paper: dict[str, float | None]  # row -> the paper's relative PPL change
     unmatched: dict[str, list[str]] = field(default_factory=dict)  # sweep -> its rows no other sweep has
+    published: dict[str, float | None] = field(default_factory=dict)  # row -> Narang et al.'s BLEU change
+
+    @property
+    def has_paper(self) -> bool:
+        return any(v is not None for v in self.paper.values())
+
+    @property
+    def has_published(self) -> bool:
+        return any(v is not None for v in self.published.values())
 
 
 def effect_of(table: Table3, row: ReportRow) -> Effect | None:
@@ -81,9 +92,14 @@ def compare_tables(tables: list[Table3]) -> Comparison:
     unmatched = {t.name: sorted(set(rows) - used[i]) for i, (t, rows) in enumerate(zip(tables, by_table))}
     effects = {name: [effect_of(t, r) for t, r in zip(tables, found)] for name, found in matched.items()}
     paper = {name: _paper_effect(found[0]) for name, found in matched.items()}
-    return Comparison(
-        [t.name for t in tables], list(matched), effects, paper, {k: v for k, v in unmatched.items() if v}
-    )
+    published = {name: _published(found[0]) for name, found in matched.items()}
+    unmatched = {k: v for k, v in unmatched.items() if v}
+    return Comparison([t.name for t in tables], list(matched), effects, paper, unmatched, published)
+
+
+def _published(row: ReportRow | None) -> float | None:
+    p = getattr(row, "published", None)
+    return p.bleu_delta if p is not None else None
 
 
 def _paper_effect(row: ReportRow | None) -> float | None:
@@ -123,10 +139,26 @@ def _verdicts_disagree(a: str, b: str) -> bool:
     return {a, b} in ({"better", "equivalent"}, {"worse", "equivalent"})
 
 
+def published_agreement(comp: Comparison, i: int) -> dict[str, Any]:
+    """Sweep ``i``'s PPL changes against Narang et al.'s BLEU changes: the same direction is a PPL that
+    falls where their BLEU rose (and the reverse)."""
+    pairs = [
+        (e.ppl, b)
+        for name in comp.rows
+        if (e := comp.effects[name][i]) is not None and (b := comp.published.get(name)) is not None
+    ]
+    signs = [(x < 0) == (y > 0) for x, y in pairs if x != 0 and y != 0]
+    agree = {"n": len(pairs), "sign_agree": sum(signs), "sign_n": len(signs)}
+    return {"sweep": comp.names[i], "against": "Narang et al. (BLEU)", **agree}
+
+
 def all_agreements(comp: Comparison) -> list[dict[str, Any]]:
-    """Every pair of sweeps, then each sweep against the paper."""
+    """Every pair of sweeps, then each sweep against the paper and against Narang et al. where they have rows."""
     out = [
         {"sweep": comp.names[i], **agreement(comp, i, j)} for i, j in itertools.combinations(range(len(comp.names)), 2)
     ]
-    out += [{"sweep": comp.names[i], **agreement(comp, i, None)} for i in range(len(comp.names))]
+    if comp.has_paper:
+        out += [{"sweep": comp.names[i], **agreement(comp, i, None)} for i in range(len(comp.names))]
+    if comp.has_published:
+        out += [published_agreement(comp, i) for i in range(len(comp.names))]
     return out

@@ -35,6 +35,7 @@ def _records(comp: Comparison) -> list[dict[str, Any]]:
             rec[f"{sweep}:bleu_change"] = e.bleu if e else None
             rec[f"{sweep}:verdict"] = e.verdict if e else None
             rec[f"{sweep}:unit"] = e.unit if e else None
+        rec["narang_bleu_change"] = comp.published.get(name)  # last: the columns before keep their place
         out.append(rec)
     return out
 
@@ -42,6 +43,12 @@ def _records(comp: Comparison) -> list[dict[str, Any]]:
 def agreement_lines(comp: Comparison) -> list[str]:
     lines = []
     for a in all_agreements(comp):
+        if "spearman_ppl" not in a:  # against another study's BLEU changes: directions only
+            lines.append(
+                f"{a['sweep']} vs {a['against']}: same direction {a['sign_agree']}/{a['sign_n']} "
+                "(our dev PPL falls where their BLEU rose, or the reverse)"
+            )
+            continue
         rho = "n/a" if a["spearman_ppl"] is None else f"{a['spearman_ppl']:+.2f}"
         text = f"{a['sweep']} vs {a['against']}: PPL Spearman {rho} (n={a['n']}), "
         text += f"same sign {a['sign_agree']}/{a['sign_n']}"
@@ -65,8 +72,17 @@ def render_compare(comp: Comparison, fmt: str) -> str:
         writer.writeheader()
         writer.writerows({k: "" if v is None else v for k, v in r.items()} for r in recs)
         return buf.getvalue()
-    heads = ["row", *(f"{n}: ΔPPL [95% CI] verdict" for n in comp.names), "paper ΔPPL"]
-    body = [[name, *(_cell(e) for e in comp.effects[name]), _pct(comp.paper[name])] for name in comp.rows]
+    heads = ["row", *(f"{n}: ΔPPL [95% CI] verdict" for n in comp.names)]
+    body = [[name, *(_cell(e) for e in comp.effects[name])] for name in comp.rows]
+    if comp.has_paper:
+        heads.append("paper ΔPPL")
+        for cells, name in zip(body, comp.rows):
+            cells.append(_pct(comp.paper[name]))
+    if comp.has_published:
+        heads.append("Narang ΔBLEU")
+        for cells, name in zip(body, comp.rows):
+            value = comp.published.get(name)
+            cells.append("" if value is None else f"{value:+.2f}")
     notes = [
         "ΔPPL = the row's dev PPL against its own sweep's base; interval over seeds (else over dev sentences, "
         "'1 seed'); verdicts as `ablate table` decides them."

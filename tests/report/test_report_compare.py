@@ -73,3 +73,28 @@ def test_compare_text_md_csv_and_plot(sweeps: list[Path], capsys, tmp_path: Path
 def test_compare_needs_two_finished_sweeps(sweeps: list[Path], capsys, tmp_path: Path) -> None:
     assert main(["compare", str(sweeps[0])]) == 2
     assert "two or more sweep files" in capsys.readouterr().err
+
+
+def test_narangs_column_and_directions_when_rows_have_their_figures() -> None:
+    from ablate.report.compare import Comparison, Effect, all_agreements
+    from ablate.report.compare_render import render_compare
+
+    def eff(ppl: float) -> Effect:
+        return Effect(ppl, ppl - 0.01, ppl + 0.01, None, "better" if ppl < 0 else "worse", "sentences")
+
+    rows = {"swiglu": (-0.05, -0.04, 0.40), "gelu": (-0.02, 0.01, -0.15), "pre": (-0.3, -0.1, None)}
+    comp = Comparison(
+        ["A", "B"],
+        list(rows),
+        {name: [eff(a), eff(b)] for name, (a, b, _) in rows.items()},
+        dict.fromkeys(rows),
+        published={name: n for name, (_, _, n) in rows.items()},
+    )
+    against = {a["sweep"]: a for a in all_agreements(comp) if a["against"].startswith("Narang")}
+    # swiglu: PPL down where their BLEU rose (same); gelu: down in A (opposite), up in B (same); pre: no figure
+    assert (against["A"]["sign_agree"], against["A"]["sign_n"]) == (1, 2)
+    assert (against["B"]["sign_agree"], against["B"]["sign_n"]) == (2, 2)
+    md = render_compare(comp, "md")
+    assert "| Narang ΔBLEU |" in md and "+0.40 |" in md and "paper ΔPPL" not in md  # no row has a paper row
+    assert "B vs Narang et al. (BLEU): same direction 2/2" in md
+    assert json.loads(render_compare(comp, "json"))["rows"][0]["narang_bleu_change"] == 0.40
