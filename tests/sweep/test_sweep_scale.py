@@ -35,10 +35,11 @@ def _ran_once(results: list) -> None:  # the sweep's N trials
 def test_a_sweep_of_1000_trials_runs_each_once(write_sweep, fake_trainer, capsys) -> None:
     rows = [{"name": f"r{i}", "group": "A", "overrides": [f"model.d_ff={16 + i}"]} for i in range(10)]
     path = write_sweep(rows=rows, seeds=list(range(1, N // 10 + 1)), launcher=LAUNCHER)
-    assert main(["sweep", str(path)]) == 0
+    confirm = ["--max-trials", str(N)]  # over the default limit of 500 trials, on purpose
+    assert main(["sweep", str(path), *confirm]) == 0
     _ran_once(load_results(path))
     capsys.readouterr()
-    assert main(["sweep", str(path)]) == 0  # a rerun of the finished sweep launches nothing
+    assert main(["sweep", str(path), *confirm]) == 0  # a rerun of the finished sweep launches nothing
     assert "0 new trial(s)" in capsys.readouterr().out
     assert Counter(len(calls(r.run_dir)) for r in load_results(path)) == {1: N}
 
