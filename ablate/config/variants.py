@@ -169,8 +169,8 @@ class _Classes:
                     return frozenset(x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs][1:])
         return frozenset()
 
-    def attribute(self, name: str, attr: str, default: Any) -> Any:
-        """A class attribute's literal value, inherited within the module; ``default`` if none."""
+    def attribute(self, name: str, attr: str) -> ast.expr | None:
+        """The expression a class attribute is set to, inherited within the module; None if unset."""
         for node in self.chain(name):
             for item in node.body:
                 target = item.target if isinstance(item, ast.AnnAssign) else None
@@ -178,7 +178,7 @@ class _Classes:
                     target = item.targets[0]
                 if isinstance(target, ast.Name) and target.id == attr and item.value is not None:
                     return item.value
-        return default
+        return None
 
 
 def _registered_name(node: ast.ClassDef) -> str | None:
@@ -190,12 +190,12 @@ def _registered_name(node: ast.ClassDef) -> str | None:
 
 
 def _variant(classes: _Classes, name: str, node: ast.ClassDef) -> Variant:
-    closed = classes.attribute(node.name, "num_params", None)  # num_params = staticmethod(<a function here>)
+    closed = classes.attribute(node.name, "num_params")  # num_params = staticmethod(<a function here>)
     if not (isinstance(closed, ast.Call) and closed.args and isinstance(closed.args[0], ast.Name)):
         raise RuntimeError(f"ablate/model: {node.name} has no num_params = staticmethod(<closed form>)")
     literal = ast.literal_eval
-    norms = classes.attribute(node.name, "norms_per_sublayer", None)
-    final = classes.attribute(node.name, "final_norm", None)
+    norms = classes.attribute(node.name, "norms_per_sublayer")
+    final = classes.attribute(node.name, "final_norm")
     return Variant(
         name,
         classes.keywords(node.name),

@@ -58,23 +58,47 @@ _T_CODA = ["", "n", "r", "s", "l", "ch", "ng", "tz", "rt", "nk"]
 
 # -- target function words (invented), indexed by (gender or "pl", case) ---------------------------
 DEF_ART = {
-    ("m", "nom"): "lo", ("m", "acc"): "lon", ("m", "dat"): "lom",
-    ("f", "nom"): "la", ("f", "acc"): "la", ("f", "dat"): "lar",
-    ("n", "nom"): "le", ("n", "acc"): "le", ("n", "dat"): "lom",
-    ("pl", "nom"): "li", ("pl", "acc"): "li", ("pl", "dat"): "lin",
-}  # fmt: skip
+    ("m", "nom"): "lo",
+    ("m", "acc"): "lon",
+    ("m", "dat"): "lom",
+    ("f", "nom"): "la",
+    ("f", "acc"): "la",
+    ("f", "dat"): "lar",
+    ("n", "nom"): "le",
+    ("n", "acc"): "le",
+    ("n", "dat"): "lom",
+    ("pl", "nom"): "li",
+    ("pl", "acc"): "li",
+    ("pl", "dat"): "lin",
+}
 INDEF_ART = {
-    ("m", "nom"): "un", ("m", "acc"): "unen", ("m", "dat"): "unem",
-    ("f", "nom"): "una", ("f", "acc"): "una", ("f", "dat"): "unar",
-    ("n", "nom"): "un", ("n", "acc"): "un", ("n", "dat"): "unem",
-    ("pl", "nom"): "kei", ("pl", "acc"): "kei", ("pl", "dat"): "kein",
-}  # fmt: skip
+    ("m", "nom"): "un",
+    ("m", "acc"): "unen",
+    ("m", "dat"): "unem",
+    ("f", "nom"): "una",
+    ("f", "acc"): "una",
+    ("f", "dat"): "unar",
+    ("n", "nom"): "un",
+    ("n", "acc"): "un",
+    ("n", "dat"): "unem",
+    ("pl", "nom"): "kei",
+    ("pl", "acc"): "kei",
+    ("pl", "dat"): "kein",
+}
 ADJ_END = {
-    ("m", "nom"): "e", ("m", "acc"): "en", ("m", "dat"): "em",
-    ("f", "nom"): "a", ("f", "acc"): "a", ("f", "dat"): "er",
-    ("n", "nom"): "e", ("n", "acc"): "e", ("n", "dat"): "em",
-    ("pl", "nom"): "en", ("pl", "acc"): "en", ("pl", "dat"): "en",
-}  # fmt: skip
+    ("m", "nom"): "e",
+    ("m", "acc"): "en",
+    ("m", "dat"): "em",
+    ("f", "nom"): "a",
+    ("f", "acc"): "a",
+    ("f", "dat"): "er",
+    ("n", "nom"): "e",
+    ("n", "acc"): "e",
+    ("n", "dat"): "em",
+    ("pl", "nom"): "en",
+    ("pl", "acc"): "en",
+    ("pl", "dat"): "en",
+}
 PLURAL_SUFFIX = {"m": "i", "f": "en", "n": "er"}
 REL_PRON = {"m": "ko", "f": "ka", "n": "ke", "pl": "ki"}
 AUX = {"sg": "hat", "pl": "hant"}  # perfect auxiliary, agrees with the subject

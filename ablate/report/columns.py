@@ -31,11 +31,24 @@ OTHER_COLUMN = (OTHER_KEY, "other changes")
 _SECTIONS = ("model", "train", "data", "eval")
 # Config keys the paper's columns and the slot columns already show (a slot's args included).
 _SHOWN = (
-    "model.n_layers", "model.n_enc_layers", "model.n_dec_layers", "model.d_model", "model.d_ff",
-    "model.n_heads", "model.d_k", "model.d_v", "model.dropout", "train.label_smoothing",
-    "train.max_steps", "model.positional", "model.residual", "model.norm_placement", "model.norm",
-    "model.attention", "model.ffn",
-)  # fmt: skip
+    "model.n_layers",
+    "model.n_enc_layers",
+    "model.n_dec_layers",
+    "model.d_model",
+    "model.d_ff",
+    "model.n_heads",
+    "model.d_k",
+    "model.d_v",
+    "model.dropout",
+    "train.label_smoothing",
+    "train.max_steps",
+    "model.positional",
+    "model.residual",
+    "model.norm_placement",
+    "model.norm",
+    "model.attention",
+    "model.ffn",
+)
 
 
 # The paper's choice in each slot (section 3): a base row with another one is not the paper's base model.

@@ -359,8 +359,18 @@ class SweepStore:
 
 
 _IDENTITY_ATTRS = (
-    "ablate_id", "row", "group", "paper", "seed", "order", "overrides", "config", "run_dir", "wandb_id", "search",
-)  # fmt: skip
+    "ablate_id",
+    "row",
+    "group",
+    "paper",
+    "seed",
+    "order",
+    "overrides",
+    "config",
+    "run_dir",
+    "wandb_id",
+    "search",
+)
 
 
 def _json(value: Any) -> str:
