@@ -67,7 +67,7 @@ def measure(experiment: str, compile_: bool, steps: int, warmup: int, vocab: int
     opt = system.configure_optimizers()["optimizer"]
     data = batches(steps + warmup, vocab, device)
     torch.cuda.reset_peak_memory_stats()
-    times, tokens = [], 0
+    times, tokens, started = [], 0, time.perf_counter()
     for i, batch in enumerate(data):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
@@ -78,6 +78,8 @@ def measure(experiment: str, compile_: bool, steps: int, warmup: int, vocab: int
         loss.backward()
         opt.step()
         torch.cuda.synchronize()
+        if i == warmup - 1:
+            warmup_s = time.perf_counter() - started  # with compile: tracing and code generation
         if i >= warmup:
             times.append(time.perf_counter() - t0)
             tokens += batch["tgt_out"].numel()
@@ -85,9 +87,8 @@ def measure(experiment: str, compile_: bool, steps: int, warmup: int, vocab: int
     src = tgt = tokens / len(times)
     flops = train_flops(model_section(cfg.model), vocab, src, tgt)
     name, peak = peak_of(torch.cuda.get_device_name())
-    from ablate.sweep.cost import DEFAULT_COST
+    from ablate.sweep.cost import DEFAULT_COST, step_seconds
 
-    assumed = DEFAULT_COST["gpu"]["flops_per_second"] * DEFAULT_COST["gpu"]["mfu"]
     return {
         "model": experiment.removesuffix(".yaml"),
         "compiled": compile_,
@@ -97,11 +98,12 @@ def measure(experiment: str, compile_: bool, steps: int, warmup: int, vocab: int
         "tgt_tokens_per_s": tgt / step,
         "step_s_median": step,
         "step_s_range": [min(times), max(times)],
+        "warmup_s": warmup_s,
         "train_flops_per_step": flops,
         "mfu": flops / step / peak if peak else None,
         "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30,
         "attention_kernel": kernel,
-        "dry_run_predicted_step_s": flops / assumed,
+        "dry_run_predicted_step_s": step_seconds(flops, DEFAULT_COST["gpu"]),
         "dry_run_flops_per_s_needed_for_measured": flops / step,
     }
 
@@ -123,15 +125,15 @@ def main() -> int:
         for compile_ in (False, True):
             r = measure(experiment, compile_, args.steps, args.warmup, args.vocab)
             results.append(r)
+            Path(args.out).write_text(json.dumps(results, indent=2))  # kept if a later measurement is cut off
             mfu = f"{r['mfu']:.1%}" if r["mfu"] is not None else "n/a (unknown chip peak)"
             print(
                 f"{r['model']:<4} {'compiled' if compile_ else 'eager':<8} {r['tgt_tokens_per_s']:>10,.0f} tgt tok/s  "
                 f"step {r['step_s_median'] * 1e3:.1f} ms  MFU {mfu} of {r['peak_name']} "
                 f"({r['peak_flops_assumed'] or 0:.3g} FLOP/s)  peak mem {r['peak_memory_gib']:.1f} GiB  "
-                f"dry run predicts {r['dry_run_predicted_step_s'] * 1e3:.1f} ms",
+                f"dry run predicts {r['dry_run_predicted_step_s'] * 1e3:.1f} ms  warm-up {r['warmup_s']:.0f} s",
                 flush=True,
             )
-    Path(args.out).write_text(json.dumps(results, indent=2))
     return 0
 
 

@@ -91,10 +91,15 @@ def dry_run_lines(rows: list[dict[str, Any]], total: Mapping[str, float | None])
     for a in map(json.loads, sorted(seen)):
         lines.append(
             f"assumed throughput ({a['source']}): {a['device']} at {a['flops_per_second']:.3g} FLOP/s x {a['mfu']} MFU"
-            " (set `cost: {flops_per_second: ..., mfu: ...}` in the sweep file)"
+            f"{_overhead(a)} (set `cost: {{flops_per_second: ..., mfu: ..., step_overhead_s: ...}}` in the sweep file)"
         )
     lines.append(f"total: {_fmt(total['flops'], '.3g')} FLOPs, {_fmt(total['device_hours'], '.3g')} device-hours")
     return lines
+
+
+def _overhead(assumption: dict) -> str:
+    ms = assumption.get("step_overhead_s", 0.0) * 1e3
+    return f" + {ms:.3g} ms a step" if ms else ""
 
 
 def _total(values: Iterable[float | None]) -> float | None:

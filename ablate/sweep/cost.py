@@ -14,12 +14,23 @@ from ablate.sweep.budgets import trial_budget
 from ablate.sweep.spec import Sweep, Trial, describe_trial
 
 # Throughput assumptions of the dry-run cost estimate, unless the sweep file's `cost:` says otherwise.
+# A device step takes step_overhead_s + its FLOPs / (flops_per_second x mfu).
 # CPU: the fp32 matmul peak of a 2-core AVX2 machine (~120 GFLOP/s), of which training reached ~50%.
-# GPU: an A100's dense bf16 peak (312 TFLOP/s) at a typical 35% model-FLOPs utilisation.
+# GPU: measured with benchmarks/bench_gpu.py on one H200 (eager, bf16, 6,250 tokens a side): the base
+# step took 30.2 ms for 2.46 TFLOP and the big step 48.2 ms for 8.34 TFLOP. A single rate cannot give
+# both (81 and 173 TFLOP/s); the line through the two points can: 22.7 ms a step of host-side cost
+# (kernel launches: the base model is bound by them at this batch) plus FLOPs at 327 TFLOP/s, 33% of
+# the chip's dense bf16 peak of 989 TFLOP/s. Two points, two parameters: it fits them by construction.
 DEFAULT_COST = {
-    "cpu": {"flops_per_second": 1.2e11, "mfu": 0.5},
-    "gpu": {"flops_per_second": 3.12e14, "mfu": 0.35},
+    "cpu": {"flops_per_second": 1.2e11, "mfu": 0.5, "step_overhead_s": 0.0},
+    "gpu": {"flops_per_second": 9.89e14, "mfu": 0.33, "step_overhead_s": 0.0227},
 }
+
+
+def step_seconds(flops_per_device_step: float, assumption: dict[str, float]) -> float:
+    """One device's step time under a cost assumption (``DEFAULT_COST`` or a sweep file's ``cost:``)."""
+    rate = assumption["flops_per_second"] * assumption["mfu"]
+    return assumption.get("step_overhead_s", 0.0) + flops_per_device_step / rate
 
 
 def estimate(sweep: Sweep, t: Trial) -> dict[str, Any]:
@@ -40,7 +51,7 @@ def estimate(sweep: Sweep, t: Trial) -> dict[str, Any]:
     if budget.steps is not None:
         tokens = float(per_step) * budget.steps
         flops = train_flops(model, vocab_size, tokens, tokens)
-        device_s = flops / (assumption["flops_per_second"] * assumption["mfu"])
+        device_s = step_seconds(flops / budget.steps / devices, assumption) * budget.steps * devices
     return {
         **describe_trial(t),
         "params": int(count_parameters(model, vocab_size)),

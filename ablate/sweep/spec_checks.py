@@ -28,7 +28,7 @@ SWEEP_KEYS = {
     "imports": "user modules that register variants, imported before validation",
     "max_retries": "retries of a crashed trial within one `ablate sweep`",
     "heartbeat": "{interval_s, grace_s}: a RUNNING trial silent for grace_s is reaped",
-    "cost": "{flops_per_second, mfu}: throughput assumption of --dry-run",
+    "cost": "{flops_per_second, mfu, step_overhead_s}: throughput assumption of --dry-run",
     "report": "{equivalence: {ppl: 0.02, bleu: 0.3}}: margins within which a row counts as the same as base",
     "rows": "the rows of the table (optional with search:, which then tunes the experiment as one row)",
     "search": "{metric, direction, n_trials, sampler, pruner, params}: tune each row (ablate.sweep.search_spec)",
@@ -36,7 +36,7 @@ SWEEP_KEYS = {
 WANDB_KEYS = ("project", "entity", "mode")
 WANDB_MODES = ("auto", "online", "offline", "disabled")
 HEARTBEAT_KEYS = ("interval_s", "grace_s")
-COST_KEYS = ("flops_per_second", "mfu")
+COST_KEYS = ("flops_per_second", "mfu", "step_overhead_s")
 
 # ----------------------------------------------------------------------------------------------
 # Small checks shared with the launchers
@@ -106,8 +106,11 @@ def check_numbers(where: str, data: Mapping[str, Any]) -> tuple[dict[str, Any], 
     heartbeat = {"interval_s": 10.0, "grace_s": 120.0, **_mapping(where, data, "heartbeat", HEARTBEAT_KEYS)}
     cost = _mapping(where, data, "cost", COST_KEYS)
     for key, value in {**heartbeat, **cost}.items():
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-            raise SweepError(f"{where}: {key} must be a positive number, got {value!r}")
+        may_be_zero = key == "step_overhead_s"  # a step may have no fixed cost; a rate may not be 0
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not number or value < 0 or (value == 0 and not may_be_zero):
+            kind = "a non-negative" if may_be_zero else "a positive"
+            raise SweepError(f"{where}: {key} must be {kind} number, got {value!r}")
     if heartbeat["grace_s"] <= heartbeat["interval_s"]:
         raise SweepError(f"{where}: heartbeat.grace_s must exceed heartbeat.interval_s")
     return wandb, heartbeat, cost

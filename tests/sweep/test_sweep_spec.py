@@ -170,6 +170,25 @@ def test_dry_run_json_lists_params_flops_and_cost(write_sweep, capsys):
     assert not (path.parent / ".ablate").exists()
 
 
+def test_dry_run_adds_a_fixed_cost_per_device_step(write_sweep, capsys):
+    """A step costs step_overhead_s (host-side: kernel launches) plus its FLOPs at the assumed rate; the
+    GPU default was fitted so: a small model's step is mostly the fixed part."""
+    path = write_sweep(cost={"flops_per_second": 1.0e12, "mfu": 0.5, "step_overhead_s": 0.02})
+    assert main(["sweep", str(path), "--dry-run", "--json"]) == 0
+    (base,) = json.loads(capsys.readouterr().out)["trials"]
+    seconds = base["flops"] / (1.0e12 * 0.5) + 0.02 * base["steps"] * base["devices"]
+    assert base["device_hours"] == pytest.approx(seconds / 3600)
+    assert main(["sweep", str(path), "--dry-run"]) == 0
+    assert "x 0.5 MFU + 20 ms a step" in capsys.readouterr().out
+    for bad in (-0.01, "fast", True):
+        path = write_sweep(cost={"flops_per_second": 1.0e12, "mfu": 0.5, "step_overhead_s": bad})
+        assert main(["sweep", str(path), "--dry-run"]) == 2
+        assert "step_overhead_s must be a non-negative number" in capsys.readouterr().err
+    path = write_sweep(cost={"flops_per_second": 0, "mfu": 0.5})
+    assert main(["sweep", str(path), "--dry-run"]) == 2
+    assert "flops_per_second must be a positive number" in capsys.readouterr().err
+
+
 def test_dry_run_and_status_import_neither_torch_nor_lightning(write_sweep):
     path = write_sweep()
     code = (
