@@ -14,17 +14,23 @@ grew with the sweep's size times the reads per pass. Two rules cut it down:
   one consistent picture and re-reads only after its own changes. Outside a pass every call reads.
 
 Writes by other processes are seen at the next read, as before: a pass is one moment.
+
+On a SQL store (SQLite, PostgreSQL, MySQL) the reading itself is done with SQL on Optuna's tables
+(:mod:`ablate.sweep.sql_reads`); through Optuna's API (below) on a journal file, or where those tables
+are not as expected. :attr:`AttemptReader.generation` rises whenever an attempt appears or changes
+state, so what is built from the attempts is rebuilt only then.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
+from ablate.sweep.sql_reads import LIVE, SchemaMismatch, TableReader
 from ablate.sweep.state import Attempt
 
-LIVE = ("WAITING", "RUNNING")
+T = TypeVar("T")
 
 
 def _attempt(t: Any) -> Attempt | None:
@@ -41,6 +47,24 @@ class AttemptReader:
         self._snapshot: list[Attempt] | None = None
         self._in_pass = False
         self.full_reads = 0  # how often everything was read (the benchmark reports it)
+        self.generation = 0  # rises when an attempt appears or changes state (every API read: may have)
+        self._table: TableReader | None = None
+        self._table_generation = -1
+        self._sql = True  # False once the tables were not as expected: the API from then on
+        self._memo: dict[str, tuple[Any, Any]] = {}
+        self._memo_generation = -1
+
+    def memo(self, key: str, owner: Any, build: Callable[[], T]) -> T:
+        """``build()``, kept while no attempt appears or changes state and ``owner`` is the same object
+        (a trial view of 10,000 trials took 13 ms to build, and a controller pass asked for it 3 times)."""
+        if self._memo_generation != self.generation:
+            self._memo, self._memo_generation = {}, self.generation
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is owner:
+            return hit[1]
+        value = build()
+        self._memo[key] = (owner, value)
+        return value
 
     def invalidate(self) -> None:
         self._snapshot = None
@@ -53,15 +77,35 @@ class AttemptReader:
         finally:
             self._in_pass, self._snapshot = False, None
 
-    def read(self, storage: Any, study_id: int) -> list[Attempt]:
+    def read(self, storage: Any, study_id: int, engine: Any = None) -> list[Attempt]:
+        """The attempts; ``storage`` is Optuna's storage or a function that makes it (only the API reads
+        need it), ``engine`` a SQL store's engine (SQL reads; else the storage's own, if it has one)."""
         if self._snapshot is not None:
             return list(self._snapshot)
-        attempts = self._read(storage, study_id)
+        attempts = self._read(storage, study_id, engine)
         if self._in_pass:
             self._snapshot = attempts
         return list(attempts)
 
-    def _read(self, storage: Any, study_id: int) -> list[Attempt]:
+    def _read(self, storage: Any, study_id: int, engine: Any = None) -> list[Attempt]:
+        if engine is None and not callable(storage):
+            engine = getattr(storage, "engine", None)  # RDBStorage's SQLAlchemy engine (a public attribute)
+        if engine is not None and self._sql:
+            if self._table is None or self._table.study_id != study_id:
+                self._table = TableReader(engine, study_id)
+            try:
+                attempts = self._table.read()
+            except SchemaMismatch:
+                self._sql = False
+            else:
+                if self._table.generation != self._table_generation:
+                    self._table_generation = self._table.generation
+                    self.generation += 1
+                return list(attempts)
+        self.generation += 1
+        return self._read_api(storage() if callable(storage) else storage, study_id)
+
+    def _read_api(self, storage: Any, study_id: int) -> list[Attempt]:
         from optuna.trial import TrialState
 
         if not self.finished and not self.live_ids:
@@ -99,3 +143,15 @@ class AttemptReader:
         self.live_ids = {t._trial_id for t in trials if t.state.name in LIVE}  # noqa: SLF001
         self.other = sum(1 for t in trials if "ablate_id" not in t.user_attrs and t.state.name not in LIVE)
         return out
+
+
+def by_trial(attempts: Iterable[Attempt]) -> dict[str, list[Attempt]]:
+    """Attempts per ablate trial id, oldest first; duplicates left by racing enqueues dropped."""
+    out: dict[str, list[Attempt]] = {}
+    for a in attempts:
+        if a.kind == "duplicate":
+            continue
+        out.setdefault(a.ablate_id, []).append(a)
+    for lst in out.values():
+        lst.sort(key=lambda a: (a.attempt, a.number))
+    return out

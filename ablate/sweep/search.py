@@ -219,7 +219,7 @@ class Searcher:
 
         study = self._study(row)
         trials = study.get_trials(deepcopy=False)
-        in_flight = 0
+        in_flight, told = 0, False
         for ft in trials:
             if ft.state != TrialState.RUNNING:
                 continue
@@ -227,8 +227,10 @@ class Searcher:
             if aid is None or str(aid) not in by_trial:
                 self.store.storage.set_trial_user_attr(ft._trial_id, "orphan", True)  # noqa: SLF001
                 study.tell(ft.number, state=TrialState.FAIL, skip_if_finished=True)
+                told = True
                 continue
             state, deciding = decide(by_trial.get(str(aid), ()))
+            told = told or state not in ("running", "waiting")
             if state == "done" and deciding is not None:
                 value = (deciding.attrs.get("metrics") or {}).get(self.spec.metric)
                 if isinstance(value, (int, float)) and math.isfinite(value):
@@ -241,7 +243,9 @@ class Searcher:
                 study.tell(ft.number, state=TrialState.FAIL, skip_if_finished=True)
             elif state in ("running", "waiting"):
                 in_flight += 1
-        trials = [t for t in study.get_trials(deepcopy=False) if not t.user_attrs.get("orphan")]
+        if told:  # read again only when this look changed the row study (a pass costs one read per row)
+            trials = study.get_trials(deepcopy=False)
+        trials = [t for t in trials if not t.user_attrs.get("orphan")]
         done = [t for t in trials if t.state == TrialState.COMPLETE]
         best = (min if self.spec.direction == "minimize" else max)(done, key=lambda t: t.value) if done else None
         grid = self.spec.sampler == "grid"

@@ -14,18 +14,17 @@ data-loader workers), so the same trial has the same id whatever the row order o
 
 from __future__ import annotations
 
-import hashlib
-import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ablate.config import ConfigError, load_config, to_dict
-from ablate.config.schema import hash_view
 from ablate.rundir import safe_name as rundir_safe_name
 from ablate.sweep.errors import SweepError
 from ablate.sweep.expand import as_layer, check_row, dotlist, expand_row, merge, set_dotted
+from ablate.sweep.ids import SeedIds, trial_id
 from ablate.sweep.search_spec import SearchSpec, read_search
 from ablate.sweep.seeds_spec import AdaptiveSeeds, read_adaptive
 from ablate.sweep.spec_checks import (
@@ -39,7 +38,6 @@ from ablate.sweep.spec_checks import (
 )
 
 # Parts of a resolved config that cannot change a trial's result (and so stay out of its id).
-_ID_EXCLUDED = ("logging", "data.cache_dir", "data.num_workers", "data.root")
 
 
 @dataclass(frozen=True)
@@ -155,19 +153,6 @@ def resolve_sweep_path(name: str | Path) -> Path:
     raise SweepError(f"{name}: no such sweep file (looked at {where}); give a path to a sweep YAML")
 
 
-def trial_id(config: Mapping[str, Any]) -> str:
-    """16 hex digits of SHA-256 over the parts of a resolved config that change the result."""
-    cfg = hash_view(json.loads(json.dumps(config)))  # a deep copy of plain data, ids kept across renames
-    for key in _ID_EXCLUDED:
-        node, *rest = key.split(".")
-        if rest:
-            cfg.get(node, {}).pop(rest[0], None)
-        else:
-            cfg.pop(node, None)
-    blob = json.dumps(cfg, sort_keys=True, separators=(",", ":"), allow_nan=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
 def safe_name(name: str, fallback: str = "row") -> str:
     """A row or sweep name as a folder name: letters, digits and ``-_.=`` kept, the rest ``_``; no leading
     or trailing dot (``..`` and ``.hidden`` stay inside their parent)."""
@@ -265,15 +250,16 @@ def _make_trial(
     )
 
 
-def _reseed(sf: SweepFile, first: Trial, seed: int, order: int) -> Trial:
+def _reseed(runs_dir: str, first: Trial, seed: int, order: int, ids: SeedIds) -> Trial:
     """``first`` (a row's trial, loaded and checked) at another seed: the seed is the only key that the
-    seeds layer sets, so the config is a copy with it changed (a config load per seed cost ~8 ms: 8 s
-    of every `status`, `table` and dry run of a 1,000-seed sweep)."""
-    config = json.loads(json.dumps(first.config))
-    config["train"]["seed"] = seed
-    tid = trial_id(config)
-    run_dir = sf.runs_dir / f"{safe_name(first.row)}-s{seed}-{tid[:8]}"
-    return replace(first, trial_id=tid, seed=seed, order=order, config=config, run_dir=str(run_dir))
+    seeds layer sets, so the config is ``first``'s with it changed (a config load per seed cost ~8 ms:
+    8 s of every `status`, `table` and dry run of a 1,000-seed sweep). Its sections but ``train`` are
+    ``first``'s own: a trial's config is read, never changed in place (a deep copy per seed cost 0.4 s
+    at 10,000 seeds)."""
+    config = {**first.config, "train": {**first.config["train"], "seed": seed}}
+    tid = ids(seed)
+    run_dir = os.path.join(runs_dir, f"{safe_name(first.row)}-s{seed}-{tid[:8]}")  # as Path's /, faster
+    return replace(first, trial_id=tid, seed=seed, order=order, config=config, run_dir=run_dir)
 
 
 def _rows(sf: SweepFile) -> list[tuple[Mapping[str, Any], str, str | None, dict[str, Any]]]:
@@ -355,13 +341,15 @@ def expand(sf: SweepFile, overrides: Sequence[str] = ()) -> Sweep:
         )
     trials: list[Trial] = []
     seen_ids: dict[str, str] = {}
+    runs_dir = str(sf.runs_dir)
     for row, label, paper, layer in _rows(sf):
-        first = None
+        first = ids = None
         for seed in sf.seeds:
             if first is None:
                 t = first = _make_trial(sf, row, label, paper, layer, overrides, seed, len(trials))
+                ids = SeedIds(first.config)
             else:  # a row's configs differ only in train.seed: loaded once per row, not once per trial
-                t = _reseed(sf, first, seed, len(trials))
+                t = _reseed(runs_dir, first, seed, len(trials), ids)
             if t.trial_id in seen_ids:
                 raise SweepError(
                     f"{where}: row {label!r} (seed {seed}) resolves to the same config as row "

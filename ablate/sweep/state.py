@@ -27,6 +27,25 @@ FINAL_KINDS = ("diverged", "duplicate")
 NO_AUTO_RETRY = ("diverged", "duplicate", "cancelled", "error")
 
 
+# Attributes an attempt is created with, which never change: a retry copies them, and a store read
+# fetches them once per attempt (ablate.sweep.reads). Written at run time: token, host, pid, heartbeat,
+# slurm_job, worker_pid, devices; at the end metrics or failure + failure_kind.
+IDENTITY_ATTRS = (
+    "ablate_id",
+    "attempt",
+    "row",
+    "group",
+    "paper",
+    "seed",
+    "order",
+    "overrides",
+    "config",
+    "run_dir",
+    "wandb_id",
+    "search",
+)
+
+
 @dataclass
 class Attempt:
     """One Optuna trial of a sweep trial: its state and attributes."""

@@ -33,9 +33,10 @@ from typing import Any
 
 from ablate.sweep.errors import SweepError
 from ablate.sweep.location import file_of, store_url
-from ablate.sweep.reads import AttemptReader
+from ablate.sweep.opening import open_store, optuna_storage, read_study_attrs
+from ablate.sweep.reads import AttemptReader, by_trial
 from ablate.sweep.spec import Sweep, SweepFile, Trial
-from ablate.sweep.state import Attempt, TrialView, views
+from ablate.sweep.state import IDENTITY_ATTRS, Attempt, TrialView, views
 
 OVERRIDES_ATTR = "overrides"  # study user attribute: command-line overrides of the last `ablate sweep`
 
@@ -48,6 +49,8 @@ class SweepStore:
         self.study_name = study_name
         self._storage: Any = None
         self._study_id: int | None = None
+        self._engine: Any = None  # SQLAlchemy engine of a SQL store (ablate.sweep.opening)
+        self._checked = False  # opened with Optuna's table creation and schema check (to write)
         self.reader = AttemptReader()  # finished attempts kept, one read per controller pass
 
     # -- opening -------------------------------------------------------------------------------
@@ -67,8 +70,9 @@ class SweepStore:
         return True
 
     def _open(self, create: bool) -> None:
-        if self._study_id is not None:
+        if self._study_id is not None and (self._checked or not create):
             return
+        self._study_id = None  # opened to read, now to write: opened again, with Optuna's checks
         # Under the lock: opening a SQLite store creates Optuna's schema when it is missing, and two
         # processes doing so at once collide (a status while the first `ablate sweep` creates the store)
         path = file_of(self.url)
@@ -78,40 +82,24 @@ class SweepStore:
             self._connect(create)
 
     def _connect(self, create: bool) -> None:
-        import optuna
-
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
-        path = file_of(self.url)
-        if path is not None and not create and not path.exists():
-            raise SweepError(f"store {path}: does not exist yet; run `ablate sweep` first")
-        if path is not None and create:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            if self.url.startswith("journal:"):
-                from optuna.storages.journal import JournalFileBackend, JournalStorage
-
-                self._storage = JournalStorage(JournalFileBackend(str(path)))
-            else:
-                self._storage = optuna.storages.RDBStorage(
-                    self.url, engine_kwargs={"connect_args": {"timeout": 30}} if self.url.startswith("sqlite") else {}
-                )
-        except (ImportError, ValueError, OSError) as exc:
-            raise SweepError(f"store {self.url}: cannot open ({exc}); check the store: key of the sweep file") from None
-        try:
-            self._study_id = self._storage.get_study_id_from_name(self.study_name)
-        except KeyError:
-            if not create:
-                raise SweepError(
-                    f"store {self.url}: no study {self.study_name!r} yet; run `ablate sweep` first"
-                ) from None
-            study = optuna.create_study(study_name=self.study_name, storage=self._storage, load_if_exists=True)
-            self._study_id = study._study_id  # noqa: SLF001 - the storage API needs the id
+        opened = open_store(self.url, self.study_name, create)  # ablate.sweep.opening: to read or to write
+        self._study_id, self._engine, self._storage, self._checked = (
+            opened.study_id,
+            opened.engine,
+            opened.storage,
+            opened.checked,
+        )
 
     @property
     def storage(self) -> Any:
         """The Optuna storage, for writes and single reads (a pass's snapshot is then read again)."""
         self._open(create=False)
         self.reader.invalidate()
+        return self._optuna()
+
+    def _optuna(self) -> Any:
+        if self._storage is None:  # opened to read with SQL: Optuna's storage made on first use
+            self._storage = optuna_storage(self.url, create=False)
         return self._storage
 
     @contextlib.contextmanager
@@ -134,7 +122,7 @@ class SweepStore:
     def attempts(self) -> list[Attempt]:
         """Every attempt of the sweep, in creation order (ablate.sweep.reads: how little is read)."""
         self._open(create=False)
-        return self.reader.read(self._storage, self._study_id)
+        return self.reader.read(self._optuna, self._study_id, self._engine)
 
     def get(self, storage_id: int) -> Attempt:
         t = self.storage.get_trial(storage_id)
@@ -142,32 +130,21 @@ class SweepStore:
 
     def by_trial(self) -> dict[str, list[Attempt]]:
         """Attempts per ablate trial id, oldest first; duplicates left by racing enqueues dropped."""
-        out: dict[str, list[Attempt]] = {}
-        for a in self.attempts():
-            if a.kind == "duplicate":
-                continue
-            out.setdefault(a.ablate_id, []).append(a)
-        for lst in out.values():
-            lst.sort(key=lambda a: (a.attempt, a.number))
-        return out
+        attempts = self.attempts()
+        return self.reader.memo("by_trial", None, lambda: by_trial(attempts))
 
     def trial_states(self, sweep: Sweep) -> list[TrialView]:
         """Every trial of the sweep file with its state (read-only: no store yet = all waiting).
 
         A search sweep's trials are those sampled so far (:func:`ablate.sweep.search.materialize`), an
         adaptive one's also the seeds its controller added (:func:`ablate.sweep.adaptive.materialize_seeds`)."""
-        by_trial = self.by_trial() if self.exists() else {}
-        if sweep.search is not None:
-            from ablate.sweep.search import materialize
-
-            sweep = materialize(sweep, by_trial)
-        if sweep.adaptive is not None:  # the seeds its controller added
-            from ablate.sweep.adaptive import materialize_seeds
-
-            sweep = materialize_seeds(sweep, {aid: a[0].attrs for aid, a in by_trial.items() if a})
-        return views(sweep, by_trial)
+        attempts = self.by_trial() if self.exists() else {}
+        return self.reader.memo("views", sweep, lambda: _views(sweep, attempts))
 
     def study_attrs(self) -> dict[str, Any]:
+        self._open(create=False)
+        if self._storage is None and self._engine is not None:
+            return read_study_attrs(self._engine, self._study_id)
         return dict(self.storage.get_study_user_attrs(self._study_id))
 
     def recorded_overrides(self) -> tuple[str, ...] | None:
@@ -240,7 +217,7 @@ class SweepStore:
             for a in self.by_trial().get(previous.ablate_id, []):
                 if a.attempt > previous.attempt or a.state in ("WAITING", "RUNNING", "COMPLETE"):
                     return False
-            keep = {k: v for k, v in previous.attrs.items() if k in _IDENTITY_ATTRS}
+            keep = {k: v for k, v in previous.attrs.items() if k in IDENTITY_ATTRS}
             self._create(keep, attempt=previous.attempt + 1)
         return True
 
@@ -358,19 +335,16 @@ class SweepStore:
         return reaped
 
 
-_IDENTITY_ATTRS = (
-    "ablate_id",
-    "row",
-    "group",
-    "paper",
-    "seed",
-    "order",
-    "overrides",
-    "config",
-    "run_dir",
-    "wandb_id",
-    "search",
-)
+def _views(sweep: Sweep, by_trial: dict[str, list[Attempt]]) -> list[TrialView]:
+    if sweep.search is not None:
+        from ablate.sweep.search import materialize
+
+        sweep = materialize(sweep, by_trial)
+    if sweep.adaptive is not None:  # the seeds its controller added
+        from ablate.sweep.adaptive import materialize_seeds
+
+        sweep = materialize_seeds(sweep, {aid: a[0].attrs for aid, a in by_trial.items() if a})
+    return views(sweep, by_trial)
 
 
 def _json(value: Any) -> str:

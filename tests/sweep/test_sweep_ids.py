@@ -51,3 +51,31 @@ def test_a_key_added_later_changes_the_id_only_when_set() -> None:
     unset = {"data": {"vocab_size": 600, "max_train_pairs": None}, "train": {"seed": 1}}
     assert trial_id(unset) == trial_id(before)
     assert trial_id({"data": {"vocab_size": 600, "max_train_pairs": 500}, "train": {"seed": 1}}) != trial_id(before)
+
+
+def test_a_rows_ids_at_other_seeds_are_those_of_its_configs(tmp_path: Path) -> None:
+    """The seeds after a row's first are given ids from the row's id text with each seed written in
+    (ablate.sweep.ids.SeedIds): each must be the id of that trial's own config, byte for byte."""
+    data = yaml.safe_load((SWEEPS / "table3-mini.yaml").read_text(encoding="utf-8"))
+    data.update(experiment=str((SWEEPS / data["experiment"]).resolve()), seeds=[1, 2, 7, 10, 123456789])
+    path = tmp_path / "seeds.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    trials = load_sweep(path, ["model.residual=post"]).trials  # an old key's value is hashed as before
+    assert len({t.trial_id for t in trials}) == len(trials)
+    for t in trials:
+        assert t.trial_id == trial_id(t.config), (t.row, t.seed)
+        assert t.config["train"]["seed"] == t.seed
+    data.update(seeds=[7])  # the seed loaded on its own: the same trial as the copy made from seed 1
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    alone = {t.row: t for t in load_sweep(path, ["model.residual=post"]).trials}
+    for t in (t for t in trials if t.seed == 7):
+        same = alone[t.row]
+        assert (t.trial_id, t.run_dir, t.config) == (same.trial_id, same.run_dir, same.config)
+
+
+def test_seed_ids_fall_back_when_the_mark_is_not_alone() -> None:
+    from ablate.sweep.ids import _SEED_MARK, SeedIds
+
+    config = {"train": {"seed": 1}, "model": {"note": _SEED_MARK}}  # the mark twice: no shortcut
+    ids = SeedIds(config)
+    assert not ids._parts and ids(5) == trial_id({**config, "train": {"seed": 5}})

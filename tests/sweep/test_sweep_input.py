@@ -322,7 +322,7 @@ def test_the_live_table_is_drawn_on_change_at_most_once_a_second(write_sweep, mo
     view = progress.ProgressView(sweep, live=True)
     step = [0]
     line = progress.trial_lines([TrialView.of(sweep.trials[0])])[0]
-    monkeypatch.setattr(progress, "trial_lines", lambda trials: [replace(line, state="running", step=step[0])])
+    monkeypatch.setattr(progress, "trial_lines", lambda trials, kept: [replace(line, state="running", step=step[0])])
     for t, s in [(0, 0), (0.2, 0), (0.4, 1), (1.5, 1), (1.6, 2), (3.0, 2), (9.0, 2), (13.5, 2)]:
         now[0], step[0] = 1000.0 + t, s
         view.update([])
