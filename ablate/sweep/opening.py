@@ -50,7 +50,7 @@ def open_store(url: str, study_name: str, create: bool) -> Opened:
         storage = optuna_storage(url, create)
         study_id = storage.get_study_id_from_name(study_name)
         return Opened(study_id, getattr(storage, "engine", None), storage, True)
-    except (ImportError, ValueError, OSError) as exc:
+    except (ImportError, ValueError, OSError, sqlalchemy.exc.ArgumentError) as exc:  # no driver, a bad URL
         raise SweepError(f"store {url}: cannot open ({exc}); check the store: key of the sweep file") from None
     except (sqlalchemy.exc.DBAPIError, optuna.exceptions.StorageInternalError) as exc:
         if create:

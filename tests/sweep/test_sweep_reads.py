@@ -111,3 +111,27 @@ def test_a_pass_reads_once_until_this_process_writes(write_sweep, mode):
         states = {x.storage_id: x.state for x in mine.attempts()}
         assert states[a[0].storage_id] == "FAIL" and states[a[1].storage_id] == "RUNNING"
     assert mine.attempts()[0].state == "FAIL"  # outside a pass: always current
+
+
+def test_opening_to_read_fails_in_one_line(tmp_path):
+    """Opened to read, a store is a SQL engine: a file without Optuna's tables is 'no study yet' (a sweep
+    not started), an unknown driver 'cannot open', as when Optuna's storage opened it."""
+    from ablate.sweep.errors import SweepError
+    from ablate.sweep.opening import open_store
+
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    with pytest.raises(SweepError, match="no study 's' yet"):
+        open_store(f"sqlite:///{empty}", "s", create=False)
+    assert not SweepStore(f"sqlite:///{empty}", "s").exists()
+    for create in (False, True):
+        with pytest.raises(SweepError, match="cannot open"):
+            open_store("nosuchdb+driver://u@h/x", "s", create=create)
+
+
+def test_a_store_opened_to_read_is_opened_again_to_write(write_sweep):
+    sweep, mine, other = _stores(write_sweep, "sql")
+    reader = SweepStore.for_sweep(sweep)
+    assert reader.exists() and reader._storage is None and not reader._checked  # a SQL engine alone
+    assert len(reader.attempts()) == 6 and reader._storage is None
+    assert reader.sync(sweep) == [] and reader._checked  # a write: Optuna's storage, with its checks
