@@ -49,13 +49,28 @@ def batches(n: int, vocab: int, device, seed: int = 0) -> list[dict]:
     return out
 
 
+def train_step(system, opt, batch: dict) -> None:
+    """One optimizer step as a trial takes it: bf16 autocast on CUDA (fp32 elsewhere), the fused loss
+    over the real target positions, label smoothing 0.1."""
+    import torch
+
+    from ablate.train.losses import linear_label_smoothed_loss
+
+    cuda = batch["src"].is_cuda
+    with torch.autocast("cuda" if cuda else "cpu", dtype=torch.bfloat16, enabled=cuda):
+        hidden, target = system._real_positions(batch)
+        loss = linear_label_smoothed_loss(hidden, system.model.output_weight, target, 0.1) / target.numel()
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+
+
 def measure(experiment: str, compile_: bool, steps: int, warmup: int, vocab: int) -> dict:
     import torch
 
     from ablate.config import load_config, model_section
     from ablate.config.size import train_flops
     from ablate.train.fast import check_attention, enable_tf32
-    from ablate.train.losses import linear_label_smoothed_loss
     from ablate.train.run import system_kwargs
     from ablate.train.system import TranslationSystem
 
@@ -71,12 +86,7 @@ def measure(experiment: str, compile_: bool, steps: int, warmup: int, vocab: int
     for i, batch in enumerate(data):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            hidden, target = system._real_positions(batch)
-            loss = linear_label_smoothed_loss(hidden, system.model.output_weight, target, 0.1) / target.numel()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        train_step(system, opt, batch)
         torch.cuda.synchronize()
         if i == warmup - 1:
             warmup_s = time.perf_counter() - started  # with compile: tracing and code generation

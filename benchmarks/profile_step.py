@@ -34,7 +34,6 @@ def main() -> int:
 
     from ablate.config import load_config
     from ablate.train.fast import enable_tf32
-    from ablate.train.losses import linear_label_smoothed_loss
     from ablate.train.run import system_kwargs
     from ablate.train.system import TranslationSystem
 
@@ -48,22 +47,14 @@ def main() -> int:
     data = bench_gpu.batches(args.steps + args.warmup, args.vocab, device)
     sync = torch.cuda.synchronize if cuda else (lambda: None)
 
-    def step(batch: dict) -> None:
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cuda):
-            hidden, target = system._real_positions(batch)
-            loss = linear_label_smoothed_loss(hidden, system.model.output_weight, target, 0.1) / target.numel()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-
     for batch in data[: args.warmup]:
-        step(batch)
+        bench_gpu.train_step(system, opt, batch)
     sync()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with profile(activities=activities) as prof:
         t0 = time.perf_counter()
         for batch in data[args.warmup :]:
-            step(batch)
+            bench_gpu.train_step(system, opt, batch)
         sync()
         wall = (time.perf_counter() - t0) / args.steps
     events = prof.key_averages()

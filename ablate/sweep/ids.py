@@ -14,6 +14,7 @@ from typing import Any
 
 from ablate.config.schema import hash_view
 
+# Parts of a resolved config that cannot change a trial's result (and so stay out of its id).
 _ID_EXCLUDED = ("logging", "data.cache_dir", "data.num_workers", "data.root")
 
 

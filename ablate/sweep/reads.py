@@ -79,7 +79,7 @@ class AttemptReader:
 
     def read(self, storage: Any, study_id: int, engine: Any = None) -> list[Attempt]:
         """The attempts; ``storage`` is Optuna's storage or a function that makes it (only the API reads
-        need it), ``engine`` a SQL store's engine (SQL reads; else the storage's own, if it has one)."""
+        need it), ``engine`` a SQL store's engine (None: a journal store, read through the API)."""
         if self._snapshot is not None:
             return list(self._snapshot)
         attempts = self._read(storage, study_id, engine)
@@ -88,8 +88,6 @@ class AttemptReader:
         return list(attempts)
 
     def _read(self, storage: Any, study_id: int, engine: Any = None) -> list[Attempt]:
-        if engine is None and not callable(storage):
-            engine = getattr(storage, "engine", None)  # RDBStorage's SQLAlchemy engine (a public attribute)
         if engine is not None and self._sql:
             if self._table is None or self._table.study_id != study_id:
                 self._table = TableReader(engine, study_id)

@@ -37,8 +37,6 @@ from ablate.sweep.spec_checks import (
     read_file,
 )
 
-# Parts of a resolved config that cannot change a trial's result (and so stay out of its id).
-
 
 @dataclass(frozen=True)
 class Trial:

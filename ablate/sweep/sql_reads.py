@@ -2,8 +2,8 @@
 
 Optuna's ``get_all_trials`` builds an ORM object per trial and per attribute and decodes every value;
 asked only for the WAITING and RUNNING trials it still took 81% of a controller pass over a store of
-1,000 trials (400 of them live, 175 ms a read), and ten times that at 10,000. Two SQL statements per
-read replace it:
+1,000 trials (400 of them live, 175 ms a read), and ten times that at 10,000. A few SQL statements
+per read replace it, on two tables:
 
 - ``trials``: (trial_id, number, state) of the study's WAITING and RUNNING trials and of those newer
   than any seen (a count of the study's trials checks that none was missed: every trial is read again
