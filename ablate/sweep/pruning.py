@@ -18,7 +18,7 @@ from typing import Any
 import lightning.pytorch as pl
 
 from ablate.errors import Pruned
-from ablate.sweep.search import make_pruner
+from ablate.sweep.search import make_pruner, pruning_spec
 
 
 class PruneOnValidation(pl.Callback):
@@ -59,10 +59,10 @@ class PruneOnValidation(pl.Callback):
 
 def pruning_callbacks(store: Any, attrs: Mapping[str, Any]) -> list[pl.Callback]:
     """The callback of a search-phase attempt (none for grid trials, final re-runs or no pruner)."""
-    search = attrs.get("search")
-    spec = (store.study_attrs() or {}).get("search") or {}
-    if not isinstance(search, Mapping) or search.get("phase") != "search" or spec.get("pruner", "none") == "none":
+    spec = pruning_spec(store.study_attrs() or {}, attrs)
+    if spec is None:
         return []
+    search = attrs["search"]
     return [
         PruneOnValidation(
             store.storage,

@@ -28,6 +28,7 @@ from typing import Any
 
 from ablate.errors import AblateError, Pruned
 from ablate.sweep.plugins import import_plugins
+from ablate.sweep.search import pruning_spec
 from ablate.sweep.store import SweepStore
 from ablate.train import preempt
 from ablate.train.preempt import Preempted
@@ -151,9 +152,9 @@ def _record_end(store: SweepStore, attempt: Any, run_dir: Path, exc: BaseExcepti
 
 def _with_pruning(store: SweepStore, attrs: dict[str, Any], kwargs: dict[str, Any] | None) -> dict[str, Any] | None:
     """Trainer keywords plus the pruning callback of a search trial (``callbacks`` are added to ours)."""
-    if not isinstance(attrs.get("search"), dict):
+    if pruning_spec(store.study_attrs(), attrs) is None:
         return kwargs or None
-    from ablate.sweep.pruning import pruning_callbacks
+    from ablate.sweep.pruning import pruning_callbacks  # imports Lightning
 
     extra = pruning_callbacks(store, attrs)
     if not extra:

@@ -319,3 +319,35 @@ def test_the_real_entry_point_exits_2_with_one_line(write_sweep: Callable[..., P
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: ") and "'n_startup'" in done.stderr
     _nothing_stored(path)
+
+
+PRUNED = {"search": {"metric": "val/ppl", "pruner": "median"}}
+
+
+@pytest.mark.parametrize(
+    "study_attrs, attrs, prunes",
+    [
+        (PRUNED, {"search": {"phase": "search", "study": "t:base", "trial_id": 3}}, True),
+        (PRUNED, {"search": {"phase": "final", "study": "t:base", "trial_id": 3}}, False),  # a best re-run
+        (PRUNED, {"row": "base"}, False),  # a grid trial
+        ({"search": {"metric": "val/ppl", "pruner": "none"}}, {"search": {"phase": "search"}}, False),
+    ],
+)
+def test_which_attempts_are_pruned_while_they_train(study_attrs: dict, attrs: dict, prunes: bool) -> None:
+    from ablate.sweep.search import pruning_spec
+
+    assert (pruning_spec(study_attrs, attrs) is not None) == prunes
+
+
+def test_a_worker_whose_trial_never_prunes_does_not_import_lightning() -> None:
+    """Lightning costs a worker 2-3 CPU-seconds to import; the fake trainer's workers (and the stand-in
+    trials of a 1,000-trial search) would spend most of their time on it."""
+    code = (
+        "import sys\n"
+        "from ablate.sweep.worker import _with_pruning\n"
+        "class Store:\n"
+        "    def study_attrs(self): return {'search': {'metric': 'val/ppl', 'pruner': 'none'}}\n"
+        "print(_with_pruning(Store(), {'search': {'phase': 'search'}}, None), 'lightning' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=fake_env())
+    assert done.stdout.split() == ["None", "False"], done.stderr
