@@ -1,7 +1,9 @@
 """`ablate sweep`, `ablate status`, `ablate sync`: each opens (checks) the sweep first, then acts.
 
-A sweep file that fails validation raises :class:`SweepError` before any store is opened or any
-trial is launched. `--dry-run` and `status` import neither Lightning nor the data pipeline. Nothing
+A sweep file that fails validation raises :class:`SweepError` before any store is written or any
+trial is launched (the store may be read first, for the overrides recorded with the sweep). `--dry-run`
+and `status` import neither torch nor Lightning (a dry run reads the data cache, through
+``ablate.data.prepare``, to turn an epoch budget into steps). Nothing
 here prints the results table: the CLI runs :func:`sweep`, then hands the Sweep it ran to the report.
 """
 
@@ -151,8 +153,9 @@ def sweep(
     ``overrides`` None or empty: those recorded with the sweep (see :mod:`ablate.sweep.loader`).
     ``launcher_options`` go to the launcher's constructor (e.g. ``worker_command`` of ``local``).
     ``max_trials`` (default :data:`~ablate.sweep.loader.MAX_TRIALS`): a larger sweep is refused.
-    Every check (the sweep's size, its store, the launcher's tools) runs before anything is stored;
-    a dry run that fails one still prints the plan, then the error.
+    Every check (the sweep's size, its store, the launcher's tools) runs before anything is stored.
+    A dry run stops at a size or store error, but prints its plan despite missing launcher tools (a
+    note says which: a plan made on a laptop for a cluster).
     """
     if as_json and not dry_run:
         raise SweepError("--json goes with --dry-run (the trial list as JSON); add --dry-run")

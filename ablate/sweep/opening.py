@@ -1,8 +1,9 @@
 """How a sweep's store is opened: to write, through Optuna's storage with its checks; to read, with SQL.
 
-- **To write** (``ablate sweep``, a worker's claim, a retry): Optuna's storage for the URL, which
-  creates its tables when they are missing and checks their schema version against the installed
-  Optuna; the study is created if needed.
+- **To write** (``ablate sweep``, a retry): Optuna's storage for the URL, which creates its tables
+  when they are missing and checks their schema version against the installed Optuna; the study is
+  created if needed. A worker's claim and beats use the storage without those checks: the
+  controller that started it made and checked the store.
 - **To read** (``status``, ``table``, the report, ``--dry-run``'s note of recorded overrides): on a
   SQL store, a SQLAlchemy engine alone and the study's id from its table. Optuna's storage object
   took 0.45 s to build (its schema-version check imports alembic) against 0.1 s for the engine; it is

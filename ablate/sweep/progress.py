@@ -22,7 +22,7 @@ from ablate.sweep.state import TrialView, count
 class TrialLine:
     row: str
     seed: int
-    state: str  # done | running | waiting | failed
+    state: str  # done | pruned | running | waiting | failed
     attempts: int
     step: int | None
     max_steps: int | None

@@ -40,7 +40,7 @@ def other_sweeps(spec: Sweep, store: SweepStore) -> list[tuple[str, str, int]]:
         except Exception:  # noqa: BLE001 - a file that is not a store is none of ours to read
             continue
         for name in names:
-            if name == spec.name or "#" in name:  # a search's row studies carry '#': not sweeps
+            if name == spec.name or ":" in name:  # a search's row studies (<sweep>:<row>): not sweeps
                 continue
             done = [a for a in SweepStore(url, name).attempts() if a.state == "COMPLETE" and a.ablate_id in mine]
             found.append((name, url, len(done)))
@@ -73,8 +73,7 @@ def reuse(spec: Sweep, store: SweepStore, name: str) -> int:
     have = {a.ablate_id for a in store.attempts() if a.state == "COMPLETE"} if store.exists() else set()
     done = [a for a in SweepStore(found[name], name).attempts() if a.state == "COMPLETE"]
     chosen = [a for a in done if a.ablate_id in mine and a.ablate_id not in have]
-    store.adopt(chosen)
-    return len(chosen)
+    return store.adopt(chosen)
 
 
 def reused_runs(n: int, name: str) -> str:

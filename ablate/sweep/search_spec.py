@@ -2,7 +2,7 @@
 
 ```yaml
 search:
-  metric: val/ppl              # a metric the trainer logs (val/ppl, val/loss, val/nll, val/bleu)
+  metric: val/ppl              # val/ppl | val/nll (every validation) | val/bleu (see KNOWN_METRICS)
   direction: minimize          # maximize for val/bleu
   n_trials: 12                 # per row (a sweep without rows: one implicit row)
   sampler: tpe                 # tpe | random | grid | cmaes | qmc, or {name: tpe, n_startup_trials: 4}
@@ -50,8 +50,12 @@ PRUNERS = {
     "hyperband": "HyperbandPruner",
     "successive_halving": "SuccessiveHalvingPruner",
 }
-# Metrics the trainer logs at every validation (so a pruner can use them), and their better side.
-KNOWN_METRICS = {"val/ppl": "minimize", "val/nll": "minimize", "val/loss": "minimize", "val/bleu": "maximize"}
+# The metrics a search can rank by: the trainer records each in a trial's final metrics, and their
+# better side. val/ppl and val/nll are also logged at every validation, so a pruner sees them as the
+# trial trains; val/bleu only every ``eval.bleu_every`` validations (0, the default: at the end only,
+# so a pruner never stops a trial on it). Any other name would leave every trial unranked (told FAIL)
+# after it trained, so it is refused before anything is launched.
+KNOWN_METRICS = {"val/ppl": "minimize", "val/nll": "minimize", "val/bleu": "maximize"}
 
 
 @dataclass(frozen=True)
@@ -211,8 +215,9 @@ def read_search(where: str, data: Any) -> SearchSpec:
         raise SweepError(f"{where}: must be a mapping with metric, direction, n_trials, sampler, pruner, params")
     check_keys(where, data, SEARCH_KEYS)
     metric = data.get("metric", "val/ppl")
-    if not isinstance(metric, str) or "/" not in metric:
-        raise SweepError(f"{where}.metric: must be a logged metric like val/ppl or val/bleu, got {metric!r}")
+    if metric not in KNOWN_METRICS:
+        known = ", ".join(KNOWN_METRICS)
+        raise SweepError(f"{where}.metric: must be one of {known} (what a trial records), got {metric!r}")
     direction = data.get("direction", KNOWN_METRICS.get(metric, "minimize"))
     if direction not in DIRECTIONS:
         raise SweepError(f"{where}.direction: must be minimize or maximize, got {direction!r}")

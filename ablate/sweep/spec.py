@@ -163,6 +163,10 @@ def read_sweep_file(path: str | Path) -> SweepFile:
     data = read_file(file)
     where = str(file)
     name, max_retries, imports = check_top(where, data)
+    if not name and ":" in file.stem:  # as check_top does for a name given in the file
+        raise SweepError(
+            f"{where}: the sweep is named after its file, {file.stem!r}: rename it without ':' or set name:"
+        )
     experiment = (file.parent / str(data["experiment"])).resolve()
     if not experiment.is_file():
         raise SweepError(f"{where}: experiment: no such file {experiment} (paths are relative to the sweep file)")

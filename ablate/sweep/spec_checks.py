@@ -147,8 +147,10 @@ def check_top(where: str, data: Mapping[str, Any]) -> tuple[str, int, tuple[str,
     name = data.get("name")
     if name is not None and not isinstance(name, str):
         raise SweepError(f"{where}: name must be a string, got {name!r} (quote it)")
-    if name is not None and (not name or "/" in name):
-        raise SweepError(f"{where}: name {name!r} must be a non-empty name without '/'")
+    if name is not None and (not name or "/" in name or ":" in name):
+        # ':' joins a search sweep's name to a row's in its row studies (<sweep>:<row>): a sweep named
+        # with one could be taken for another sweep's row study, or the other way round.
+        raise SweepError(f"{where}: name {name!r} must be a non-empty name without '/' or ':'")
     max_retries = data.get("max_retries", 2)
     if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
         raise SweepError(f"{where}: max_retries must be an integer >= 0, got {max_retries!r}")

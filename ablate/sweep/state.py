@@ -1,9 +1,9 @@
-"""The one view of a sweep trial's state: :class:`TrialView` (done | running | waiting | failed).
+"""The one view of a sweep trial's state: :class:`TrialView` (done | pruned | running | waiting | failed).
 
 A sweep trial (a row at one seed) is one or more attempts in the store (Optuna trials): a crash
 leaves a FAIL attempt and a retry adds a new one. What the trial *is* follows from its attempts in
-one way only, here: done when any attempt completed, else what the newest attempt says (RUNNING ->
-running, WAITING or none -> waiting, anything else -> failed). The controller, `ablate status`, the
+one way only, here: done when any attempt completed, else what the newest attempt says (PRUNED ->
+pruned, RUNNING -> running, WAITING or none -> waiting, anything else -> failed). The controller, `ablate status`, the
 live progress display and the report all read trials through this view.
 """
 

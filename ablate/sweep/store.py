@@ -12,11 +12,12 @@ attempt that a lower-numbered twin already holds.
 
 User attributes of an Optuna trial: ablate id, attempt, row, group, paper, seed, order, overrides,
 config, run_dir, wandb_id; at run time token, host, pid, heartbeat, slurm_job; at the end metrics or
-failure + failure_kind. User attributes of the study: imports, import_path, heartbeat and
+failure + failure_kind. User attributes of the study: imports, import_path, heartbeat,
 ``overrides`` (the command-line overrides of the last `ablate sweep`; absent in stores written
-before they were recorded, which reads as none).
+before they were recorded, which reads as none) and, for a search, ``search`` (its spec: workers
+read the metric and the pruner from it).
 
-What a trial's attempts amount to (done / running / waiting / failed) is decided in one place,
+What a trial's attempts amount to (done / pruned / running / waiting / failed) is decided in one place,
 :mod:`ablate.sweep.state`; :meth:`SweepStore.trial_states` gives that view for a whole sweep.
 """
 
@@ -183,12 +184,14 @@ class SweepStore:
                     created.append(t)
         return created
 
-    def adopt(self, attempts: list[Attempt]) -> None:
-        """Create these finished attempts of another sweep here, COMPLETE, with their attributes and metrics."""
+    def adopt(self, attempts: list[Attempt]) -> int:
+        """Create these finished attempts of another sweep here, COMPLETE, with their attributes and
+        metrics; returns how many (one without a finite dev PPL is left to run again)."""
         import optuna
         from optuna.trial import TrialState
 
         self._open(create=True)
+        adopted = 0
         with self.lock():
             for a in attempts:
                 ppl = (a.attrs.get("metrics") or {}).get("val/ppl")
@@ -198,6 +201,8 @@ class SweepStore:
                 frozen = optuna.trial.create_trial(state=TrialState.COMPLETE, value=value, user_attrs=dict(a.attrs))
                 self.reader.invalidate()
                 self._storage.create_new_trial(self._study_id, template_trial=frozen)
+                adopted += 1
+        return adopted
 
     def create_trial(self, t: Trial) -> None:
         """Enqueue one trial (a sampled search trial; the caller holds the lock and checked it is new)."""
@@ -315,7 +320,8 @@ class SweepStore:
         """Fail RUNNING attempts whose heartbeat is older than ``grace_s``.
 
         ``alive`` may know better than the heartbeat (a SLURM job that is pending after a requeue is
-        alive; one that sacct reports CANCELLED is dead): True keeps, False reaps, None = heartbeat.
+        alive): True keeps, False reaps, None = heartbeat. A cancelled job is failed by its launcher's
+        ``poll`` (kind ``cancelled``), not here.
         """
         reaped = []
         now = time.time()
@@ -325,12 +331,8 @@ class SweepStore:
             verdict = alive(a)
             silent = a.silent_s(now)  # claims always set one first
             if verdict is False or (verdict is None and silent > grace_s):
-                reason = (
-                    a.attrs.get("dead_reason")
-                    or f"no heartbeat for {silent:.0f} s (worker died on {a.attrs.get('host', '?')})"
-                )
-                kind = "cancelled" if "CANCELLED" in str(reason) else "stale"
-                self.fail(a.storage_id, reason, kind)
+                reason = f"no heartbeat for {silent:.0f} s (worker died on {a.attrs.get('host', '?')})"
+                self.fail(a.storage_id, reason, "stale")
                 reaped.append(self.get(a.storage_id))
         return reaped
 

@@ -38,7 +38,8 @@ TrialFn = Callable[..., Any]
 
 
 class Interrupted(BaseException):
-    """SIGTERM from the controller (Ctrl-C) or the scheduler: stop, leave the trial resumable."""
+    """SIGTERM to a local worker (its controller's Ctrl-C): stop, leave the trial resumable. In a SLURM
+    job the scheduler's signal is :class:`Preempted` instead (:mod:`ablate.train.preempt`)."""
 
 
 def load_trial_fn(spec: str | None = None) -> TrialFn:

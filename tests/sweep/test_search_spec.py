@@ -103,6 +103,10 @@ BAD_SEARCHES = {
         lambda s: s.update(metric="val/bleu", direction="minimize"),
         ["search.direction", "val/bleu is better higher", "direction: maximize"],
     ),
+    "a metric no trial records": (
+        _set("metric", "val/loss"),
+        ["search.metric", "val/ppl, val/nll, val/bleu", "'val/loss'"],
+    ),
     "grid with a continuous range": (
         _set("sampler", "grid"),
         ["search.sampler", "grid needs choices or a step", "train.lr_factor"],

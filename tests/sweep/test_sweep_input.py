@@ -282,6 +282,9 @@ def test_a_renamed_sweep_file_says_so_and_reuses_finished_trials_on_request(writ
     assert main(["status", str(other)]) == 0  # another sweep in the store, none of its trials finished there
     assert "renamed sweep file" not in capsys.readouterr().out
     new = old.rename(old.with_name("new.yaml"))
+    import optuna
+
+    optuna.create_study(storage=store.url, study_name="old:a")  # a search's row study: not a sweep to reuse
     assert main(["status", str(new)]) == 0
     out = capsys.readouterr().out
     assert "not started" in out and "'old' (1 finished trial(s) with this sweep's trial ids)" in out
@@ -293,7 +296,8 @@ def test_a_renamed_sweep_file_says_so_and_reuses_finished_trials_on_request(writ
     assert sorted(v.state for v in views) == ["done", "done"]
     assert views[0].metrics["val/ppl"] == 7.0  # the reused result, not trained again
     assert main(["sweep", str(new), "--reuse", "nope"]) == 2
-    assert "no sweep of that name" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no sweep of that name" in err and "(found: old)" in err
 
 
 def test_the_live_table_is_drawn_on_change_at_most_once_a_second(write_sweep, monkeypatch):
@@ -327,3 +331,29 @@ def test_the_live_table_is_drawn_on_change_at_most_once_a_second(write_sweep, mo
         now[0], step[0] = 1000.0 + t, s
         view.update([])
     assert [d - 1000.0 for d in draws] == [0.0, 1.5, 3.0, 13.5]  # start; step 1; step 2; the clocks
+
+
+def test_a_ctrl_c_ends_the_wait_between_passes(write_sweep, monkeypatch):
+    """An idle controller waits up to half a heartbeat interval between passes (minutes, with a slow
+    poll): a Ctrl-C must end that wait, not sit it out. It asks for no sleep over a quarter second."""
+    import signal
+
+    from ablate.sweep.launch import base
+
+    launcher = {"name": "local", "slots": 1, "poll_s": 300}
+    path = write_sweep(launcher=launcher, heartbeat={"interval_s": 600, "grace_s": 1200})
+    sweep = load_sweep(path)
+    asked: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        asked.append(seconds)
+        os.kill(os.getpid(), signal.SIGINT)  # the Ctrl-C arrives while the controller waits
+
+    class Idle(base.Launcher):
+        def start(self, waiting: list) -> None:
+            pass  # the trials stay waiting: the controller has nothing to do but wait
+
+    monkeypatch.setattr(base.time, "sleep", sleep)
+    with pytest.raises(KeyboardInterrupt):
+        Idle(sweep, SweepStore.for_sweep(sweep)).run()
+    assert asked and max(asked) <= 0.25, asked

@@ -116,6 +116,8 @@ def test_trial_id_is_independent_of_row_order_file_and_logging(write_sweep):
         ({"rows": [{"name": 5}]}, "row 1: name must be a non-empty string, got 5"),
         ({"rows": [{"name": "a", "paper": {"x": 1}}]}, "row 'a': paper must be a Table 3 row key"),
         ({"name": ["x"]}, "name must be a string"),
+        ({"name": "a:b"}, "name 'a:b' must be a non-empty name without '/' or ':'"),  # ':' names row studies
+        ({"name": None, "filename": "x:y.yaml"}, "named after its file, 'x:y': rename it without ':'"),
     ],
 )
 def test_a_broken_sweep_file_is_one_error_and_never_touches_the_store(write_sweep, capsys, change, expected):

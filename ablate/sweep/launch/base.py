@@ -153,7 +153,7 @@ class Launcher:
         if self.sweep.adaptive is not None:
             self._start_seeder(view)
         self.retry_failed(first=True)
-        stop = _StopOnCtrlC()
+        stop = self._stop = _StopOnCtrlC()
         try:
             with stop:
                 self._loop(detach, view, stop)
@@ -207,9 +207,17 @@ class Launcher:
         return bool(self.seeder.more)
 
     def wait(self, seconds: float) -> None:
-        """Sleep between passes; a launcher that can tell when a trial ends (its own child processes)
+        """Sleep between passes, in slices, so a Ctrl-C (:meth:`stopping`) ends the wait within a
+        quarter second; a launcher that can tell when a trial ends (its own child processes) also
         returns early then."""
-        time.sleep(seconds)
+        end = time.monotonic() + seconds
+        while not self.stopping() and (left := end - time.monotonic()) > 0:
+            time.sleep(min(0.25, left))
+
+    def stopping(self) -> bool:
+        """Whether a Ctrl-C asked the running loop to stop (a wait should end now)."""
+        stop = self._stop
+        return stop is not None and stop.requested
 
     def _idle_s(self, trials: Sequence[Any]) -> float:
         """How long to wait before the next pass: ``poll_s`` after a pass that saw a trial change state,
@@ -225,6 +233,7 @@ class Launcher:
     _seen: tuple[Any, ...] = ()
     _idle: float = 0.0
     _last_trials: Sequence[Any] = ()
+    _stop: _StopOnCtrlC | None = None  # set while run() drives the loop
 
     def _loop(self, detach: bool, view: ProgressView, stop: _StopOnCtrlC) -> None:
         settled = False  # a search: one more pass after the last trial ends, to tell its result
@@ -268,8 +277,9 @@ class _StopOnCtrlC:
     or a weakref callback (SQLAlchemy closes pooled connections there; the store opens many) it is
     printed as "Exception ignored" and lost, and the sweep ran on to the end and exited 0 (seen 1 run
     in 5). Between a claim and the spawn of its worker it would also leave a claimed attempt with no
-    worker. The flag is checked at the top of each pass and before starting anything; ``sleep`` is
-    interrupted by the signal and the rest of it is short (``poll_s``). A second Ctrl-C raises at once
+    worker. The flag is checked at the top of each pass, before starting anything, and every quarter second
+    of the wait between passes (:meth:`Launcher.wait`), so the sweep stops within about a quarter
+    second of a Ctrl-C plus the pass in progress. A second Ctrl-C raises at once
     (a controller stuck in a long call, e.g. waiting for the store's lock).
     """
 

@@ -115,9 +115,10 @@ class LocalLauncher(Launcher):
         return bool(self.children)
 
     def wait(self, seconds: float) -> None:
-        """Sleep, but wake within a quarter second of a worker's exit (its slot is free: start the next)."""
+        """Sleep, but wake within a quarter second of a worker's exit (its slot is free: start the next)
+        or of a Ctrl-C."""
         end = time.monotonic() + seconds
-        while (left := end - time.monotonic()) > 0:
+        while not self.stopping() and (left := end - time.monotonic()) > 0:
             if any(child.proc.poll() is not None for child in self.children.values()):
                 return
             time.sleep(min(0.25, left))
