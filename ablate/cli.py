@@ -188,7 +188,12 @@ def _add_report_commands(sub: argparse._SubParsersAction) -> None:
         choices=["text", "md", "csv", "latex", "json"],
         help="output format (default text: fits a terminal; md: the paper's wide layout with intervals and p-values)",
     )
-    s.add_argument("--plot", default=None, metavar="PNG", help="also write a plot to this PNG file")
+    s.add_argument(
+        "--plot",
+        default=None,
+        metavar="PNG",
+        help="also write plots: this PNG, <stem>-curves.png (dev curves) and, for a search, <stem>-search.png",
+    )
     s.add_argument(
         "--alpha", type=float, default=0.05, help="significance level of the marks against base (default 0.05)"
     )

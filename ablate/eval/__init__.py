@@ -9,7 +9,10 @@
 - :mod:`ablate.eval.evaluate`: one split end to end (:func:`evaluate_split`); ``ablate eval`` re-scores a
   run's checkpoint with it from :mod:`ablate.train.rerun` (it loads the LightningModule).
 - :mod:`ablate.eval.callback`: :class:`DevBleu`, dev BLEU during training as a Lightning callback.
-- :mod:`ablate.eval.significance`: paired bootstraps and seed tests over the numbers above (the report's).
+- :mod:`ablate.eval.significance`: paired bootstraps over dev sentences (the report's).
+- :mod:`ablate.eval.seeds`: tests over seeds (paired by seed, else Welch; equivalence).
+- :mod:`ablate.eval.correction`: Holm and Benjamini-Hochberg over a table's rows.
+- :mod:`ablate.eval.degeneracy`: hypotheses collapsed into repetition or nothing.
 
-Only ``callback`` and ``evaluate`` import Lightning; the rest needs torch, sacreBLEU and numpy.
+Only ``callback`` imports Lightning; the rest needs torch, sacreBLEU, numpy or scipy.
 """

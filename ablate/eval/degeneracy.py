@@ -28,7 +28,7 @@ def degenerate(hyp: str) -> bool:
     type makes up >= TOP_SHARE ("die die die die", "der , der , der"), or at least LOOP_MIN_TOKENS
     tokens of which at most LOOP_DISTINCT are distinct types (a repeated phrase, "a b c a b c a b c"), or
     any word in which 1-3 letters repeat 5 or more times in a row (a subword loop, "in der kopiiiiiiii").
-    Non-empty hypotheses shorter than MIN_TOKENS are never degenerate.
+    Non-empty hypotheses shorter than MIN_TOKENS are degenerate only through such a subword loop.
     """
     tokens = hyp.split()
     n = len(tokens)

@@ -9,9 +9,9 @@ for BLEU; no torch), called by the report (docs/trust.md):
   2004) for the p-value, plus a 95% interval of the BLEU *difference* from the very same resamples.
 - :func:`paired_ppl`: a paired bootstrap over dev sentences of the corpus perplexity
   ``exp(sum NLL / sum tokens)`` from per-sentence summed NLL (``ablate.eval.nll``; EOS counted).
-- :func:`degenerate_share` / :func:`is_degenerate`: how many hypotheses collapsed into repetition or
-  nothing - one of the two "learned nothing" signals (the other is the unigram floor,
-  :mod:`ablate.data.unigram`).
+Beside them, :mod:`ablate.eval.degeneracy` (``degenerate_share`` / ``is_degenerate``: hypotheses
+collapsed into repetition or nothing, one of the two "learned nothing" signals; the other is the
+unigram floor, :mod:`ablate.data.unigram`) and :mod:`ablate.eval.seeds` (the tests over seeds).
 
 All intervals are 95%. Bootstrap intervals use sacreBLEU's order-statistic rule (``estimate_ci``):
 with B sorted resample values ``v``, the interval is ``[v[B // 40], v[B - B // 40 - 1]]``, so the

@@ -114,7 +114,7 @@ def verdict_legend(table: Table3) -> str:
     one_seed = any(r.n_done == 1 for r in table.rows)
     text = (
         f"Marks after Δ (α = {table.alpha:g}, {CORRECTION_TEXT.get(table.correction, table.correction)}): "
-        f"{SIGNIFICANT} = differs from base over seeds (paired by seed: the architecture's effect); "
+        f"{SIGNIFICANT} = differs from base over seeds (paired by seed, else Welch: the architecture's effect); "
         f"{EQUIVALENT} = equivalent to base over seeds (within ±{m.get('ppl', 0):.0%} PPL, "
         f"±{m.get('bleu', 0):g} BLEU); {SENTENCES_ONLY} = differs over dev sentences only."
     )

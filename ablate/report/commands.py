@@ -219,8 +219,9 @@ def plan(
         hours = estimate(opened.sweep, t)["device_hours"]  # None: a budget in epochs, data not prepared yet
         if hours is not None:
             cost.setdefault(t.row, hours)
-    rows = plan_rows(report, cost, effect, power, alpha, correction)
-    print("\n".join(plan_lines(rows, effect, power, alpha, correction)))
+    # report.alpha: the level the table decides at (alpha / looks for an adaptive sweep)
+    rows = plan_rows(report, cost, effect, power, report.alpha, correction)
+    print("\n".join(plan_lines(rows, effect, power, report.alpha, correction)))
     return 0
 
 

@@ -1,9 +1,11 @@
 """Does it transfer? ``ablate compare A.yaml B.yaml [...]``: the same rows in two or more sweeps.
 
 Rows are matched by name, else by their ``paper:`` key; rows found in only some sweeps are listed.
-Each row's effect is against its own sweep's base: the relative change of dev PPL (``row / base - 1``)
-and the change of BLEU in points, with the sweep's own uncertainty (the 95% interval over seeds where
-there are >= 2, else the paired bootstrap's over dev sentences) and verdict (better / worse / equivalent
+Each row's effect is against its own sweep's base: the relative change of dev PPL and the change of
+BLEU in points, each the estimate of the sweep's own test with that test's 95% interval (over seeds
+where there are >= 2: exp of the mean log ratio - 1, paired by seed else Welch; else the paired bootstrap's over
+dev sentences; ``row / base - 1`` of the means where there is no test), so a point never sits outside
+its interval, and its verdict (better / worse / equivalent
 / undecided, as ``ablate table`` decides them). The paper is one more column where a row has a paper row,
 and Narang et al. (2021)'s BLEU change another where a row makes a change they measured (directions only:
 their BLEU against our PPL).
@@ -63,12 +65,12 @@ def effect_of(table: Table3, row: ReportRow) -> Effect | None:
     if row.ppl is None or base is None or base.ppl is None or base.ppl.mean == 0:
         return None
     ev = row.ppl_ev
-    ppl = row.ppl.mean / base.ppl.mean - 1
-    low = high = None
-    if ev.seeds is not None:
-        low, high = ev.seeds.low, ev.seeds.high
+    ppl, low, high = row.ppl.mean / base.ppl.mean - 1, None, None
+    if ev.seeds is not None:  # the test's own estimate beside its interval (the means may differ from it)
+        ppl, low, high = ev.seeds.delta, ev.seeds.low, ev.seeds.high
     elif ev.boot is not None:
-        low, high = ev.boot.low / base.ppl.mean, ev.boot.high / base.ppl.mean
+        m = base.ppl.mean
+        ppl, low, high = ev.boot.delta / m, ev.boot.low / m, ev.boot.high / m
     bleu = row.bleu_delta if not table.bleu_withheld else None
     verdict = ev.verdict or ("n/a" if ev.withheld else "undecided")
     return Effect(ppl, low, high, bleu, verdict, ev.unit)

@@ -74,7 +74,8 @@ class Fidelity:
             f"Spearman rank correlation with the paper: PPL {rho(self.spearman_ppl, self.n_ppl)}, BLEU {bleu_rho}",
             f"Delta vs base has the paper's sign: PPL {share(*self.sign_ppl)}, BLEU {bleu_sign} "
             f"(rows where the paper's |Δ| ≥ {self.min_delta_ppl:g} PPL / {self.min_delta_bleu:g} BLEU); "
-            f"of those, significant here (p < {self.alpha:g}): PPL {self.significant_ppl}/{self.sign_ppl[1]}{bleu_sig}",
+            f"of those, a difference after the correction (adjusted p < {self.alpha:g}): "
+            f"PPL {self.significant_ppl}/{self.sign_ppl[1]}{bleu_sig}",
         ]
 
     def as_dict(self) -> dict[str, object]:

@@ -8,8 +8,10 @@ unpaired: an upper bound, pairing only removes noise).
 
 The seeds needed: the smallest n whose two-sided paired t-test detects a relative PPL change of
 ``effect`` with probability ``power`` (noncentral t: ``scipy.stats.nct``), at the per-row level the
-table's correction implies in the worst case (Holm's first step and Bonferroni: alpha / rows; BH and
-none: alpha). The cost: n x the row's device-hours per trial from the sweep's cost model (the dry run's).
+table's correction implies in the worst case: alpha / rows for Holm (its first step) and for BH (when
+a single row differs, BH tests it at alpha / rows too), alpha with none. An adaptive sweep's table
+decides at alpha / looks (:mod:`ablate.sweep.adaptive`): that is the alpha planned with.
+The cost: n x the row's device-hours per trial from the sweep's cost model (the dry run's).
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ def plan_rows(
 ) -> list[PlanRow]:
     """One :class:`PlanRow` per row of ``table`` but base (``cost``: row -> device-hours per trial)."""
     spreads, _ = _spreads(table)
-    level = alpha / max(1, len(spreads)) if correction == "holm" else alpha
+    level = alpha / max(1, len(spreads)) if correction in ("holm", "bh") else alpha
     out = []
     for name, (sd, source) in spreads.items():
         n = seeds_needed(sd, math.log1p(effect), level, power) if sd is not None else None

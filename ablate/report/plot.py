@@ -1,8 +1,9 @@
 """A PNG of the Table 3 reproduction that a person reads at a glance (``ablate table --plot FILE.png``).
 
 Two panels, dev PPL and dev BLEU. Each row of the sweep (except base) is one pair of horizontal bars:
-its change against base, ours (solid, with the paired bootstrap's 95% interval as an error bar and
-``*`` when significant; dotted and labelled when the row learned nothing) and the paper's (hatched),
+its change against base, ours (solid: the estimate of the row's test with its 95% interval as an
+error bar, over seeds where there are >= 2 else the paired bootstrap's over sentences, and the
+table's mark, ``*``, ``°`` or ``≈``; dotted and labelled when the row learned nothing) and the paper's (hatched),
 in the colour of its group (A-E, big). The BLEU panel says why when the table withholds BLEU.
 The change is relative, in percent of the base value, so a CPU-scale sweep whose base PPL is
 30 and the paper's base of 4.92 share one honest axis: what a reader checks is whether the bars
@@ -62,17 +63,17 @@ def _paper_relative(row: ReportRow, metric: str) -> float | None:
     return 100.0 * (delta[0] if metric == "ppl" else delta[1]) / base_value
 
 
-def _interval_pct(row: ReportRow, metric: str, base: Stat | None) -> tuple[float, float] | None:
-    """The 95% interval of the delta in % of our base value: over seeds where there is a seed-level test,
-    else the bootstrap's over sentences (None: neither)."""
+def _estimate_pct(row: ReportRow, metric: str, base: Stat | None) -> tuple[float, float, float] | None:
+    """(delta, low, high) in % of our base value, from one test so the bar never leaves its interval:
+    the seed-level test where there is one, else the bootstrap's over sentences (None: neither)."""
     ev = getattr(row, f"{metric}_ev")
     if ev.seeds is not None and base is not None and base.mean != 0:
-        scale = 100.0 if metric == "ppl" else 100.0 / base.mean  # PPL's seed interval is already relative
-        return scale * ev.seeds.low, scale * ev.seeds.high
+        scale = 100.0 if metric == "ppl" else 100.0 / base.mean  # PPL's seed estimate is already relative
+        return scale * ev.seeds.delta, scale * ev.seeds.low, scale * ev.seeds.high
     boot = ev.boot
     if boot is None or base is None or base.mean == 0:
         return None
-    return 100.0 * boot.low / base.mean, 100.0 * boot.high / base.mean
+    return 100.0 * boot.delta / base.mean, 100.0 * boot.low / base.mean, 100.0 * boot.high / base.mean
 
 
 def _bars(table: Table3, rows: list[ReportRow], metric: str, ax, bar: float) -> list[tuple]:
@@ -83,11 +84,13 @@ def _bars(table: Table3, rows: list[ReportRow], metric: str, ax, bar: float) -> 
     for y, row in enumerate(rows):
         color = colors.get(row.group, OTHER_COLOR)
         ours = _relative(getattr(row, metric), ours_base)
+        estimate = _estimate_pct(row, metric, ours_base) if ours is not None else None
         paper = _paper_relative(row, metric)
         if ours is not None:
             label = mark(table, row, metric) + (" not learned" if row.learned is False else "")
             style = {"alpha": 0.5, "hatch": ".."} if row.learned is False else {}
-            out.append((y - bar / 2, ours, color, style, _interval_pct(row, metric, ours_base), label))
+            value, interval = (estimate[0], estimate[1:]) if estimate else (ours, None)
+            out.append((y - bar / 2, value, color, style, interval, label))
         else:
             why = row.pending or "n/a"  # spelled out: the table's "…" is too small to see on a bar chart
             ax.text(0, y - bar / 2, f" {why}", va="center", ha="left", fontsize=8, color="#555555")
@@ -97,8 +100,8 @@ def _bars(table: Table3, rows: list[ReportRow], metric: str, ax, bar: float) -> 
 
 
 def _plot_metric(ax, table: Table3, rows: list[ReportRow], metric: str, better: str) -> None:
-    """One panel: each row's % change of ``metric`` against base, ours solid (with the bootstrap's 95%
-    interval as an error bar, * when significant), the paper's hatched."""
+    """One panel: each row's % change of ``metric`` against base, ours solid (the test's estimate and
+    its 95% interval as an error bar, the table's mark), the paper's hatched."""
     bar = 0.38
     name = metric.upper()
     ours_base = getattr(table.base, metric) if table.base else None

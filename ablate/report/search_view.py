@@ -4,7 +4,7 @@ A search sweep (``search:``, :mod:`ablate.sweep.search`) trains many configurati
 them would average good and bad learning rates. The table reports each row at its best search trial
 (by the search metric and direction) together with that configuration's re-runs at the sweep's
 other seeds (phase ``final``): :func:`ablate.sweep.search.tuned_views`. Every statistic of the table
-(mean ± std over seeds, Welch, the paired bootstraps against base) is then one of those trials.
+(mean ± std over seeds, the test over seeds, the paired bootstraps against base) is then one of those trials.
 
 The seed-1 value of a tuned row is the best of its search trials on that seed and dev set, so it is
 optimistic (a winner's curse); the re-runs at the other seeds are not selected and show how much.

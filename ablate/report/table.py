@@ -8,8 +8,9 @@ Each sweep row (all seeds of one ``rows:`` entry) becomes a :class:`ReportRow`:
 * our dev PPL / BLEU as mean and sample std over the seeds that finished, the parameter count, and
   each row's delta against our base next to the paper's delta against its base;
 * how many of its trials are done, and which are still waiting, running or have failed;
-* how sure each delta is (docs/trust.md): Welch's test over seeds here
-  (n >= 2 on both sides), the paired bootstraps over dev sentences and the "learned nothing" checks
+* how sure each delta is (docs/trust.md): the test over seeds (:mod:`ablate.eval.seeds`, through
+  :func:`ablate.report.verdicts.decide`: paired by seed where row and base share >= 2 seeds, else
+  Welch's with n >= 2 on both sides), the paired bootstraps over dev sentences and the "learned nothing" checks
   attached afterwards by :mod:`ablate.report.evidence` (they read the run directories).
 
 Rendering lives in :mod:`ablate.report.render`, the fidelity summary in :mod:`ablate.report.fidelity`.
@@ -33,7 +34,7 @@ from ablate.report.verdicts import decide
 # The metrics the table reads from a trial (keys written by training; see docs/architecture.md).
 PPL_KEY = "val/ppl"
 BLEU_KEY = "val/bleu"
-DEFAULT_ALPHA = 0.05  # a change vs base is marked significant when p < alpha (`ablate table --alpha`)
+DEFAULT_ALPHA = 0.05  # a change vs base is marked when its adjusted p < alpha (`ablate table --alpha`)
 
 
 class TrialLike(Protocol):

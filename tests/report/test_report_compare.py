@@ -98,3 +98,18 @@ def test_narangs_column_and_directions_when_rows_have_their_figures() -> None:
     assert "| Narang ΔBLEU |" in md and "+0.40 |" in md and "paper ΔPPL" not in md  # no row has a paper row
     assert "B vs Narang et al. (BLEU): same direction 2/2" in md
     assert json.loads(render_compare(comp, "json"))["rows"][0]["narang_bleu_change"] == 0.40
+
+
+def test_an_effect_is_its_tests_estimate_so_it_sits_inside_its_interval() -> None:
+    """Base has a third seed the row lacks (an outlier): the ratio of the means says -12.5%, the paired
+    test over the two shared seeds +5% [+4%, +6%]. The point shown must be the test's."""
+    from ablate.eval.seeds import SeedComparison
+    from ablate.report.compare import effect_of
+    from ablate.report.table import Evidence, ReportRow, Stat, Table3
+
+    base = ReportRow("base", "base", None, {}, {}, ppl=Stat.of([10.0, 10.0, 16.0], [1, 2, 3]), is_base=True)
+    test = SeedComparison(12.0, 10.5, 0.05, 0.04, 0.06, 0.01, 1.0, 2, 2, method="paired-t")
+    row = ReportRow("r", "X", None, {}, {}, ppl=Stat.of([10.5, 10.5], [1, 2]), ppl_ev=Evidence(seeds=test))
+    effect = effect_of(Table3("t", [base, row]), row)
+    assert effect is not None and effect.ppl_low is not None and effect.ppl_high is not None
+    assert effect.ppl_low <= effect.ppl <= effect.ppl_high and effect.ppl == pytest.approx(0.05)

@@ -56,3 +56,23 @@ def test_without_any_spread_the_plan_asks_for_a_pilot(tmp_path, capsys) -> None:
     out = capsys.readouterr().out
     assert "h=1" in out and "run base and a few rows at 2-3 seeds first" in out
     assert main(["plan", str(tmp_path / "s.yaml"), "--effect", "2"]) == 2
+
+
+def test_bh_is_planned_at_its_worst_case_like_holm() -> None:
+    """With one real difference among m rows BH tests it at alpha / m, as Holm's first step does: a plan at
+    alpha would promise power the table does not have."""
+    table = Table3("t", [_row("base", [10.0, 10.4, 9.8], True), _row("a", [10.3, 10.5, 10.0]), _row("b", [11.0])])
+    seeds = {c: plan_rows(table, {}, 0.02, 0.8, 0.05, c)[0].seeds for c in ("holm", "bh", "none")}
+    assert seeds["bh"] == seeds["holm"] and seeds["none"] is not None and seeds["none"] < seeds["holm"]
+
+
+def test_an_adaptive_sweep_is_planned_at_the_level_its_table_decides_at(tmp_path, capsys) -> None:
+    import yaml
+
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump({"model": {"d_model": 16, "n_heads": 2, "d_ff": 32}}))
+    rows = [{"name": "base", "group": "base", "paper": "base"}, {"name": "h=1", "overrides": ["model.n_heads=1"]}]
+    seeds = {"start": 2, "max": 4, "until": "decided"}  # 3 looks: the table decides at alpha / 3
+    sweep = {"name": "s", "experiment": "exp.yaml", "rows": rows, "seeds": seeds}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(sweep))
+    assert main(["plan", str(tmp_path / "s.yaml")]) == 0
+    assert f"at alpha {0.05 / 3:g} (holm)" in capsys.readouterr().out

@@ -24,11 +24,11 @@ EXPECTED_MD = """\
 |      | rope            |   |         |      |   |     |     |        |        |       |       rope | 4.90 (-0.37) |                    |                |               | 21.0 (+0.5) |                     |                |                |    0.478 |         |                       1/1 |
 
 - Ours: dev PPL / BLEU, mean ± std over seeds; Δ = against our base row (base). Paper: Vaswani et al. 2017, Attention Is All You Need, Table 3 (dev: newstest2013); Δ against its base. Blank settings = as base. … = waiting.
-- Marks after Δ (α = 0.05, Holm-corrected over the table's rows (family-wise error ≤ α)): * = differs from base over seeds (paired by seed: the architecture's effect); ≈ = equivalent to base over seeds (within ±2% PPL, ±0.3 BLEU); ° = differs over dev sentences only. A row (or base) with one seed is tested over dev sentences (°): that compares two trained models on this dev set, not the architectures; run ≥ 2 seeds per row for a seed-level verdict.
+- Marks after Δ (α = 0.05, Holm-corrected over the table's rows (family-wise error ≤ α)): * = differs from base over seeds (paired by seed, else Welch: the architecture's effect); ≈ = equivalent to base over seeds (within ±2% PPL, ±0.3 BLEU); ° = differs over dev sentences only. A row (or base) with one seed is tested over dev sentences (°): that compares two trained models on this dev set, not the architectures; run ≥ 2 seeds per row for a seed-level verdict.
 - Δ boot [95% CI] = Δ of the pooled seed-matched pairs and its bootstrap interval; p = bootstrap over sentences / test over seeds (paired t, else Welch; – = none) → adjusted. Bootstrap pairs: seed-matched pairs pooled (row seed s vs base seed s, for every seed both finished; BLEU on the first dev sentences both decoded).
 - Unigram floor: n/a.
 - Spearman rank correlation with the paper: PPL +0.87 (n=3), BLEU +1.00 (n=3)
-- Delta vs base has the paper's sign: PPL 1/1 (100%), BLEU 2/2 (100%) (rows where the paper's |Δ| ≥ 0.1 PPL / 0.1 BLEU); of those, significant here (p < 0.05): PPL 0/1, BLEU 0/2
+- Delta vs base has the paper's sign: PPL 1/1 (100%), BLEU 2/2 (100%) (rows where the paper's |Δ| ≥ 0.1 PPL / 0.1 BLEU); of those, a difference after the correction (adjusted p < 0.05): PPL 0/1, BLEU 0/2
 - failed: h=1 seed 2: loss became NaN at step 120
 - failed: N=1 seed 1: killed (SLURM TIMEOUT)
 """  # noqa: E501
