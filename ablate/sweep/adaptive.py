@@ -28,9 +28,13 @@ from ablate.sweep.seeds_spec import AdaptiveSeeds
 from ablate.sweep.spec import Sweep, Trial, seed_trial
 
 
-def base_row(rows: Sequence[str], groups: Mapping[str, str]) -> str:
-    """The row the others are compared with: grouped or named ``base``, else the first (as the report)."""
-    return next((r for r in rows if groups.get(r) == "base"), next((r for r in rows if r == "base"), rows[0]))
+def base_row(rows: Sequence[str], groups: Mapping[str, str], papers: Mapping[str, Any]) -> str:
+    """The row the others are compared with, chosen as the report chooses it (``_pick_base`` in
+    ablate.report.table): the one reproducing the paper's base (``paper: base``), else the one in
+    group ``base``, else the first; the controller must test the rows the table will mark."""
+    return next(
+        (r for r in rows if papers.get(r) == "base"), next((r for r in rows if groups.get(r) == "base"), rows[0])
+    )
 
 
 def look(
@@ -100,7 +104,7 @@ class SeedScheduler:
             if v.state == "done" and isinstance(ppl, (int, float)) and ppl > 0:
                 by_row[v.row][v.seed] = float(ppl)
         groups = {t.row: t.group for t in self.sweep.trials}
-        base = base_row(self.sweep.rows, groups)
+        base = base_row(self.sweep.rows, groups, {t.row: t.paper for t in self.sweep.trials})
         margin = float((self.sweep.report.get("equivalence") or {}).get("ppl", 0.02))
         rows = rows_to_extend(spec, by_row, base, self.alpha, margin)
         if not rows:

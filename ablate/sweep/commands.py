@@ -163,6 +163,11 @@ def sweep(
     opened = open_sweep(path, overrides, clear_overrides=clear_overrides, max_trials=limit, writing=True)
     spec = opened.sweep
     _note(opened)
+    if spec.search is not None:
+        from ablate.sweep.search_plan import blind_pruner
+
+        if blind := blind_pruner(spec):
+            print(f"note: {blind}", file=sys.stderr)
     problem = launch_problem(spec)
     if dry_run:  # a plan is what a dry run is for, also on a laptop without the cluster's tools
         code = print_dry_run(spec, as_json)

@@ -20,6 +20,21 @@ from ablate.sweep.state import TrialView
 PRUNED_SHARE, PRUNED_AT = 0.5, 0.5  # the assumption behind the expected saving (see the module doc)
 
 
+def blind_pruner(sweep: Sweep) -> str | None:
+    """One line when the search's pruner can never act: it ranks by dev BLEU, which a trial measures
+    only every ``eval.bleu_every`` validations and, at 0 (the default), only once, at the end."""
+    spec = sweep.search
+    if spec is None or spec.pruner == "none" or spec.metric != "val/bleu":
+        return None
+    blind = [t.row for t in sweep.templates if not int((t.config.get("eval") or {}).get("bleu_every") or 0)]
+    if not blind:
+        return None
+    return (
+        f"search.pruner {spec.pruner} never stops a trial of {', '.join(blind)}: val/bleu is measured only at "
+        "the end there (eval.bleu_every: 0); set eval.bleu_every, or rank by val/ppl"
+    )
+
+
 def pruning_saving(spec: SearchSpec) -> float:
     """The expected share of the search's cost that pruning saves, under the stated assumption."""
     if spec.pruner == "none":

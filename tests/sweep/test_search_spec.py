@@ -193,6 +193,21 @@ def test_dry_run_without_a_pruner_has_no_pruning_line(
     assert "bound:" in out and "expected with pruning" not in out
 
 
+def test_a_pruner_on_dev_bleu_measured_only_at_the_end_is_named(
+    write_sweep: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Dev BLEU is measured every eval.bleu_every validations (0: once, at the end): a pruner ranking by it
+    would never act. Said before anything runs; a row that measures BLEU as it trains is not named."""
+    search = {**SEARCH, "metric": "val/bleu", "direction": "maximize"}
+    rows = [ROWS[0], {**ROWS[1], "overrides": ["model.n_heads=1", "eval.bleu_every=1"]}]
+    path = write_sweep(rows=rows, seeds=[1, 2], search=search)
+    assert main(["sweep", str(path), "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert "search.pruner median never stops a trial of base: val/bleu is measured only at the end" in err
+    assert main(["sweep", str(_search_file(write_sweep, search | {"pruner": "none"})), "--dry-run"]) == 0
+    assert "never stops" not in capsys.readouterr().err
+
+
 def test_dry_run_json_has_the_search_the_rows_and_the_total(
     write_sweep: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:

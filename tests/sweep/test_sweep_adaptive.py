@@ -156,3 +156,14 @@ def test_adaptive_seeds_through_slurm_arrays(slurm_cluster, write_sweep):
     done = subprocess.run(ablate_cmd("sweep", str(path)), env=fake_env(), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert _seeds_run(path) == EXPECTED
+
+
+def test_the_controller_compares_with_the_row_the_table_calls_base() -> None:
+    """The table's base is the row with ``paper: base``, else the one in group base, else the first: the
+    controller's looks must test against that same row, or it extends seeds the table does not judge."""
+    from ablate.sweep.adaptive import base_row
+
+    rows = ["base", "ref", "h=1"]
+    assert base_row(rows, {r: "A" for r in rows}, {"ref": "base"}) == "ref"  # not the row merely named base
+    assert base_row(["a", "b"], {"b": "base"}, {}) == "b"
+    assert base_row(["a", "b"], {}, {}) == "a"
