@@ -1,14 +1,14 @@
 """Does it transfer? ``ablate compare A.yaml B.yaml [...]``: the same rows in two or more sweeps.
 
 Rows are matched by name, else by their ``paper:`` key; rows found in only some sweeps are listed.
-Each row's effect is against its own sweep's base: the relative change of dev PPL and the change of
-BLEU in points, each the estimate of the sweep's own test with that test's 95% interval (over seeds
-where there are >= 2: exp of the mean log ratio - 1, paired by seed else Welch; else the paired bootstrap's over
-dev sentences; ``row / base - 1`` of the means where there is no test), so a point never sits outside
-its interval, and its verdict (better / worse / equivalent
-/ undecided, as ``ablate table`` decides them). The paper is one more column where a row has a paper row,
-and Narang et al. (2021)'s BLEU change another where a row makes a change they measured (directions only:
-their BLEU against our PPL).
+Each row's effect is against its own sweep's base: the relative change of dev PPL, the estimate of the
+sweep's own test with that test's 95% interval (over seeds where there are >= 2: exp of the mean log
+ratio - 1, paired by seed else Welch; else the paired bootstrap's over dev sentences, relative to the
+base it resampled; ``row / base - 1`` of the means where there is no test), so a point never sits
+outside its interval; the change of BLEU in points (the difference of the means); and the verdict
+(better / worse / equivalent / undecided, as ``ablate table`` decides them). The paper is one more
+column where a row has a paper row, and Narang et al. (2021)'s BLEU change another where a row makes a
+change they measured (directions only: their BLEU against our PPL).
 
 Per pair of sweeps (and each sweep against the paper): Spearman's correlation of the PPL effects over
 the rows both have, how many effects point the same way, and the rows whose verdicts disagree (one
@@ -69,7 +69,7 @@ def effect_of(table: Table3, row: ReportRow) -> Effect | None:
     if ev.seeds is not None:  # the test's own estimate beside its interval (the means may differ from it)
         ppl, low, high = ev.seeds.delta, ev.seeds.low, ev.seeds.high
     elif ev.boot is not None:
-        m = base.ppl.mean
+        m = ev.boot.base or base.ppl.mean  # relative to the base the bootstrap resampled (seed-matched pairs)
         ppl, low, high = ev.boot.delta / m, ev.boot.low / m, ev.boot.high / m
     bleu = row.bleu_delta if not table.bleu_withheld else None
     verdict = ev.verdict or ("n/a" if ev.withheld else "undecided")

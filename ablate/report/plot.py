@@ -65,15 +65,16 @@ def _paper_relative(row: ReportRow, metric: str) -> float | None:
 
 def _estimate_pct(row: ReportRow, metric: str, base: Stat | None) -> tuple[float, float, float] | None:
     """(delta, low, high) in % of our base value, from one test so the bar never leaves its interval:
-    the seed-level test where there is one, else the bootstrap's over sentences (None: neither)."""
+    the seed-level test where there is one, else the bootstrap's over sentences, relative to the base
+    value it resampled (None: neither)."""
     ev = getattr(row, f"{metric}_ev")
     if ev.seeds is not None and base is not None and base.mean != 0:
         scale = 100.0 if metric == "ppl" else 100.0 / base.mean  # PPL's seed estimate is already relative
         return scale * ev.seeds.delta, scale * ev.seeds.low, scale * ev.seeds.high
     boot = ev.boot
-    if boot is None or base is None or base.mean == 0:
+    if boot is None or not boot.base:
         return None
-    return 100.0 * boot.delta / base.mean, 100.0 * boot.low / base.mean, 100.0 * boot.high / base.mean
+    return 100.0 * boot.delta / boot.base, 100.0 * boot.low / boot.base, 100.0 * boot.high / boot.base
 
 
 def _bars(table: Table3, rows: list[ReportRow], metric: str, ax, bar: float) -> list[tuple]:

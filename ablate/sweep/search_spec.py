@@ -215,7 +215,7 @@ def read_search(where: str, data: Any) -> SearchSpec:
         raise SweepError(f"{where}: must be a mapping with metric, direction, n_trials, sampler, pruner, params")
     check_keys(where, data, SEARCH_KEYS)
     metric = data.get("metric", "val/ppl")
-    if metric not in KNOWN_METRICS:
+    if not isinstance(metric, str) or metric not in KNOWN_METRICS:
         known = ", ".join(KNOWN_METRICS)
         raise SweepError(f"{where}.metric: must be one of {known} (what a trial records), got {metric!r}")
     direction = data.get("direction", KNOWN_METRICS.get(metric, "minimize"))

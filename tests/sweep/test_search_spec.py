@@ -107,6 +107,7 @@ BAD_SEARCHES = {
         _set("metric", "val/loss"),
         ["search.metric", "val/ppl, val/nll, val/bleu", "'val/loss'"],
     ),
+    "a metric that is not a name": (_set("metric", ["val/ppl"]), ["search.metric", "['val/ppl']"]),
     "grid with a continuous range": (
         _set("sampler", "grid"),
         ["search.sampler", "grid needs choices or a step", "train.lr_factor"],
