@@ -44,8 +44,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
         [cfg.logging.wandb], str(args.config), f"wandb sync {output}/wandb/offline-run-*", fix="logging.wandb=offline"
     )
     metrics = train(cfg, output_dir=output)
-    for line in result_lines(metrics):
-        print(line)
+    if metrics:  # empty on a DDP rank other than 0: only rank 0 evaluates, records and says so
+        for line in result_lines(metrics):
+            print(line)
     return 0
 
 

@@ -136,3 +136,17 @@ def test_help_imports_no_configuration_machinery():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("metrics", [{}, {"step": 3, "run_dir": "r", "val/ppl": 9.5}])
+def test_only_the_rank_that_evaluates_prints_the_summary(
+    metrics: dict, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A DDP rank other than 0 returns no metrics from ``train``: it prints nothing (it printed
+    ``run .: step None, final weights None``)."""
+    import ablate.train.run
+
+    monkeypatch.setattr(ablate.train.run, "train", lambda cfg, output_dir: metrics)
+    assert main(["train", str(ROOT / "experiments/mini.yaml"), "logging.wandb=disabled", "--output", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert ("run " in out) == bool(metrics)

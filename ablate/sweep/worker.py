@@ -222,7 +222,13 @@ def main(argv: list[str] | None = None, trial_fn: TrialFn | None = None) -> int:
     signal.signal(signal.SIGTERM, _on_term)
     state = run_trial(args.url, args.study, args.trial, args.token, trial_fn=trial_fn)
     print(json.dumps({"trial": args.trial, "state": state}))
-    return 0 if state in ("COMPLETE", "SKIPPED", "PRUNED") else 1
+    return 0 if state in NORMAL_ENDS else 1
+
+
+# States a worker ends in normally: exit 0. "RANK" is a rank other than 0 that trained to the end: it
+# finishes before rank 0's final evaluation (dev and test PPL, beam search), and Lightning's DDP launcher
+# takes a non-zero exit of any rank as a crash and kills the others, rank 0 in the middle of recording.
+NORMAL_ENDS = ("COMPLETE", "SKIPPED", "PRUNED", "RANK")
 
 
 if __name__ == "__main__":

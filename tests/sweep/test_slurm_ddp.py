@@ -103,3 +103,26 @@ def test_two_task_job_requeued_resumes_both_ranks_and_finishes_once(slurm_cluste
     ]
     runs = {p.name.rsplit("-", 1)[-1] for p in (run_dir / "wandb").glob("offline-run-*")}
     assert len(runs) == 1, runs  # one W&B run, resumed under the same id
+
+
+def test_a_two_task_job_with_the_full_evaluation_completes_once(slurm_cluster, tmp_path: Path) -> None:
+    """Rank 1 ends while rank 0 still runs the default final evaluation (test split on, beam 4, 1,000 +
+    1,000 sentences): it must exit 0, so the job ends well and the trial is COMPLETE at its first attempt."""
+    short = {**EXPERIMENT, "train": {"max_steps": 12, "warmup_steps": 4, "val_every_steps": 6, "log_every_steps": 3}}
+    short["data"] = {**EXPERIMENT["data"], "args": {"n_train": 2000, "n_valid": 1000, "n_test": 1000}}
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump({**short, "eval": {}}))
+    path = tmp_path / "ddp.yaml"
+    launcher = {"name": "slurm", "tasks_per_node": 2, "cpus_per_task": 1, "mem_gb": 1, "timeout_min": 15}
+    spec = {"name": "ddp", "experiment": "exp.yaml", "seeds": [1], "launcher": launcher, "wandb": {"mode": "disabled"}}
+    path.write_text(yaml.safe_dump({**spec, "rows": [{"name": "base", "group": "base", "paper": "base"}]}))
+    env = dict(os.environ, ABLATE_CACHE=str(tmp_path / "cache"), WANDB_MODE="disabled", WANDB_SILENT="true")
+    out = subprocess.run(
+        [sys.executable, "-m", "ablate", "sweep", str(path)], env=env, capture_output=True, text=True, timeout=900
+    )
+    log = _job_log(path)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:] + log
+    attempts = _attempts(path)
+    assert [(a.attempt, a.state) for a in attempts] == [(0, "COMPLETE")], log
+    metrics = attempts[0].attrs["metrics"]
+    assert metrics["step"] == 12 and "test/bleu" in metrics and metrics["val/bleu_sentences"] == 1000
+    assert "Traceback" not in log
