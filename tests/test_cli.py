@@ -147,6 +147,7 @@ def test_only_the_rank_that_evaluates_prints_the_summary(
     import ablate.train.run
 
     monkeypatch.setattr(ablate.train.run, "train", lambda cfg, output_dir: metrics)
-    assert main(["train", str(ROOT / "experiments/mini.yaml"), "logging.wandb=disabled", "--output", str(tmp_path / "run")]) == 0
+    args = ["train", str(ROOT / "experiments/mini.yaml"), "logging.wandb=disabled", "--output", str(tmp_path / "run")]
+    assert main(args) == 0
     out = capsys.readouterr().out
     assert ("run " in out) == bool(metrics)
