@@ -1,6 +1,6 @@
 """Importing a user's module (variants, corpora): the one place in ablate that edits ``sys.path``.
 
-A sweep's ``imports:`` (:mod:`ablate.sweep.plugins`) and ``ablate variants`` / ``check-variants``
+A sweep's ``imports:`` (:mod:`ablate.sweep.file.plugins`) and ``ablate variants`` / ``check-variants``
 (:mod:`ablate.variants_cli`) both import modules a user wrote, looked up in given folders first (the
 sweep file's, the working directory) and then on ``sys.path``. Each caller words its own one-line
 error from :class:`PluginImportError`: which module, whether it is missing or raised, and where.

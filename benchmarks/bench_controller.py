@@ -9,7 +9,7 @@ the rest waiting. Then, in this process and the same store:
 
 - **one controller pass** (poll, reap, retry, start, the progress view; ``start`` claims nothing here)
   with the store read as ablate now does (finished attempts kept, one read per pass:
-  ``ablate.sweep.reads``) against the previous way, every call reading every attempt (the same code
+  ``ablate.sweep.store.reads``) against the previous way, every call reading every attempt (the same code
   with the cache switched off: the reference, measured in the same run); the median of ``--repeats``
   passes after the first;
 - ``ablate status``, ``ablate table --format json`` and ``ablate sweep --dry-run`` as a user runs them
@@ -67,8 +67,8 @@ class _EveryCallReads:
 def build_store(folder: Path, n: int) -> Path:
     from sweep_harness import TINY_EXPERIMENT
 
-    from ablate.sweep.spec import load_sweep
-    from ablate.sweep.store import SweepStore
+    from ablate.sweep.file.spec import load_sweep
+    from ablate.sweep.store.store import SweepStore
 
     (folder / "exp.yaml").write_text(yaml.safe_dump(TINY_EXPERIMENT))
     spec = {"name": f"n{n}", "experiment": "exp.yaml", "seeds": list(range(1, n + 1)), "wandb": {"mode": "disabled"}}
@@ -109,7 +109,7 @@ def _set_states(store, attempts) -> None:
     once, hours for 8,000 claims of a 10,000-trial store)."""
     from optuna.trial import TrialState
 
-    from ablate.sweep.state import IDENTITY_ATTRS
+    from ablate.sweep.store.state import IDENTITY_ATTRS
 
     st, now = store.storage, time.time()
     for i, a in enumerate(attempts):
@@ -131,10 +131,10 @@ def _set_states(store, attempts) -> None:
 
 
 def pass_times(path: Path, repeats: int, cached: bool) -> tuple[float, int]:
+    from ablate.sweep.file.spec import load_sweep
     from ablate.sweep.launch import LAUNCHERS
-    from ablate.sweep.progress import ProgressView
-    from ablate.sweep.spec import load_sweep
-    from ablate.sweep.store import SweepStore
+    from ablate.sweep.launch.progress import ProgressView
+    from ablate.sweep.store.store import SweepStore
 
     sweep = load_sweep(path)
     store = SweepStore.for_sweep(sweep)

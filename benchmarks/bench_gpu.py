@@ -97,7 +97,7 @@ def measure(experiment: str, compile_: bool, steps: int, warmup: int, vocab: int
     src = tgt = tokens / len(times)
     flops = train_flops(model_section(cfg.model), vocab, src, tgt)
     name, peak = peak_of(torch.cuda.get_device_name())
-    from ablate.sweep.cost import DEFAULT_COST, step_seconds
+    from ablate.sweep.plan.cost import DEFAULT_COST, step_seconds
 
     return {
         "model": experiment.removesuffix(".yaml"),

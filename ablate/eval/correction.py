@@ -1,6 +1,6 @@
 """Adjusting a family of p-values for multiple testing: Holm (family-wise error), Benjamini-Hochberg (false
 discovery rate) or none. Used by the report's verdicts (:mod:`ablate.report.verdicts`) and by an adaptive
-sweep's looks (:mod:`ablate.sweep.adaptive`), which must decide exactly as the report will.
+sweep's looks (:mod:`ablate.sweep.plan.adaptive`), which must decide exactly as the report will.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ and the end-of-sweep summary also writes it (and the JSON) to ``<runs>/<sweep>/t
 A search sweep's table is tuned (:mod:`ablate.report.search_view`): each row at its best configuration,
 with its search beside it; ``--plot`` and the summary also draw its optimization history.
 
-The report reads the store through :meth:`ablate.sweep.store.SweepStore.trial_states` (the one
+The report reads the store through :meth:`ablate.sweep.store.store.SweepStore.trial_states` (the one
 trial-state view); the sweep part never imports this package (the CLI composes the two).
 Kept light: this imports neither Lightning nor matplotlib (the plot module loads it only for
 ``--plot``), so `ablate table` answers in about the time it takes to parse the sweep file.
@@ -28,9 +28,9 @@ from ablate.report.render import FORMATS, render
 from ablate.report.search_view import apply_search, table_views
 from ablate.report.table import DEFAULT_ALPHA, Table3, build_table
 from ablate.report.verdicts import decide, report_margins
+from ablate.sweep.file.spec import Sweep
 from ablate.sweep.loader import open_sweep
-from ablate.sweep.spec import Sweep
-from ablate.sweep.store import SweepStore
+from ablate.sweep.store.store import SweepStore
 
 PLOT_NAME = "table3.png"  # the end-of-sweep summary writes its plot here, under <runs>/<sweep name>/
 MD_NAME = "table3.md"  # ... the paper's wide layout here
@@ -55,7 +55,7 @@ def load_table(
     searched = [p.key for p in sweep.search.params] if sweep.search is not None else []  # shown as "tuned"
     report = build_table(results, row_order=sweep.rows, name=sweep.name, row_info=row_info, ignore=searched)
     report.alpha = alpha
-    if sweep.adaptive is not None:  # the level the controller decided at (ablate.sweep.adaptive)
+    if sweep.adaptive is not None:  # the level the controller decided at (ablate.sweep.plan.adaptive)
         report.alpha, report.looks = sweep.adaptive.level(alpha), sweep.adaptive.looks
     if sweep.search is not None:
         apply_search(report, sweep, views)
@@ -203,7 +203,7 @@ def plan(
 ) -> int:
     """``ablate plan``: seeds each row needs to decide a relative PPL change of ``effect`` (ablate.report.plan)."""
     from ablate.report.plan import plan_lines, plan_rows
-    from ablate.sweep.cost import estimate
+    from ablate.sweep.plan.cost import estimate
 
     _check_alpha(alpha)
     if not 0 < effect < 1 or not 0 < power < 1:

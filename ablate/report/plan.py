@@ -10,7 +10,7 @@ The seeds needed: the smallest n whose two-sided paired t-test detects a relativ
 ``effect`` with probability ``power`` (noncentral t: ``scipy.stats.nct``), at the per-row level the
 table's correction implies in the worst case: alpha / rows for Holm (its first step) and for BH (when
 a single row differs, BH tests it at alpha / rows too), alpha with none. An adaptive sweep's table
-decides at alpha / looks (:mod:`ablate.sweep.adaptive`): that is the alpha planned with.
+decides at alpha / looks (:mod:`ablate.sweep.plan.adaptive`): that is the alpha planned with.
 The cost: n x the row's device-hours per trial from the sweep's cost model (the dry run's).
 """
 

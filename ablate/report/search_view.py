@@ -1,16 +1,16 @@
 """The tuned Table 3 of a search sweep: each row at its best configuration, and how the search went.
 
-A search sweep (``search:``, :mod:`ablate.sweep.search`) trains many configurations per row; pooling
+A search sweep (``search:``, :mod:`ablate.sweep.plan.search`) trains many configurations per row; pooling
 them would average good and bad learning rates. The table reports each row at its best search trial
 (by the search metric and direction) together with that configuration's re-runs at the sweep's
-other seeds (phase ``final``): :func:`ablate.sweep.search.tuned_views`. Every statistic of the table
+other seeds (phase ``final``): :func:`ablate.sweep.plan.search.tuned_views`. Every statistic of the table
 (mean ± std over seeds, the test over seeds, the paired bootstraps against base) is then one of those trials.
 
 The seed-1 value of a tuned row is the best of its search trials on that seed and dev set, so it is
 optimistic (a winner's curse); the re-runs at the other seeds are not selected and show how much.
 
 What a row's "changes" cell shows stays what the row ablates: the settings come from the row's
-unsampled template (:attr:`ablate.sweep.spec.Sweep.templates`), and the Table 3 columns a searched
+unsampled template (:attr:`ablate.sweep.file.spec.Sweep.templates`), and the Table 3 columns a searched
 key moves (``model.dropout`` -> P_drop) read ``tuned``; the tuned values are in the row's
 :class:`TunedRow` (the ``tuned`` line or column of every layout). Pure: no Optuna, no matplotlib.
 """
@@ -26,11 +26,11 @@ from typing import Any
 
 from ablate.report.paper import changed_settings, settings_of
 from ablate.report.table import Table3
-from ablate.sweep.expand import set_dotted
-from ablate.sweep.search import RowBest, best_per_row, tuned_views
-from ablate.sweep.search_spec import SearchSpec
-from ablate.sweep.spec import Sweep
-from ablate.sweep.state import TrialView
+from ablate.sweep.file.expand import set_dotted
+from ablate.sweep.file.search_spec import SearchSpec
+from ablate.sweep.file.spec import Sweep
+from ablate.sweep.plan.search import RowBest, best_per_row, tuned_views
+from ablate.sweep.store.state import TrialView
 
 TUNED = "tuned"  # the cell of a Table 3 setting the search chooses per row
 

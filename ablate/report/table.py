@@ -38,7 +38,7 @@ DEFAULT_ALPHA = 0.05  # a change vs base is marked when its adjusted p < alpha (
 
 
 class TrialLike(Protocol):
-    """The fields of ``ablate.sweep.state.TrialView`` (the store's trial-state view) the report reads."""
+    """The fields of ``ablate.sweep.store.state.TrialView`` (the store's trial-state view) the report reads."""
 
     row: str
     group: str | None

@@ -161,7 +161,7 @@ def log_summary(
     A search sweep's table is tuned: each row's best trial is marked by its W&B run id (the ``best_run``
     column and ``best/<row>`` in the run's summary), and ``history_png`` is its optimization history.
 
-    ``sweep`` is an ``ablate.sweep.spec.Sweep``. Returns one line for the user: the run's URL (online)
+    ``sweep`` is an ``ablate.sweep.file.spec.Sweep``. Returns one line for the user: the run's URL (online)
     or local directory with the `ablate sync` hint (offline), or that the results are unchanged; None
     when W&B is disabled.
     """

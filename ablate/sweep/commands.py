@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ablate.sweep.cost import estimate
-from ablate.sweep.errors import SweepError
+from ablate.sweep.file.errors import SweepError
+from ablate.sweep.file.spec import Sweep
+from ablate.sweep.launch.progress import render_table, title, trial_lines
 from ablate.sweep.loader import MAX_TRIALS, OpenSweep, open_sweep
-from ablate.sweep.progress import render_table, title, trial_lines
-from ablate.sweep.spec import Sweep
-from ablate.sweep.state import STATES, TrialView
-from ablate.sweep.store import SweepStore
+from ablate.sweep.plan.cost import estimate
+from ablate.sweep.store.state import STATES, TrialView
+from ablate.sweep.store.store import SweepStore
 from ablate.sweep.wandb_net import endpoint, resolve_modes, unreachable
 
 
@@ -36,7 +36,7 @@ def _note(opened: OpenSweep) -> None:
 
 def print_dry_run(sweep: Sweep, as_json: bool) -> int:
     if sweep.search is not None:
-        from ablate.sweep.search_plan import print_search_plan
+        from ablate.sweep.plan.search_plan import print_search_plan
 
         return print_search_plan(sweep, as_json)
     if not as_json:  # the count first, at once: estimating a large sweep takes a while
@@ -164,7 +164,7 @@ def sweep(
     spec = opened.sweep
     _note(opened)
     if spec.search is not None:
-        from ablate.sweep.search_plan import blind_pruner
+        from ablate.sweep.plan.search_plan import blind_pruner
 
         if blind := blind_pruner(spec):
             print(f"note: {blind}", file=sys.stderr)
@@ -192,7 +192,7 @@ def sweep(
 def _reuse_or_hint(spec: Sweep, store: SweepStore, name: str | None) -> None:
     """``--reuse NAME``: take over NAME's finished trials; without it, one line when the store is new but
     another sweep's is there (a renamed file: everything would train again)."""
-    from ablate.sweep.reuse import hint, reuse, reused_runs
+    from ablate.sweep.store.reuse import hint, reuse, reused_runs
 
     if name is not None:
         print(reused_runs(reuse(spec, store, name), name))
@@ -312,7 +312,7 @@ def status(path: str | Path) -> int:
     _note(opened)
     if not store.exists():
         print(f"sweep {spec.name}: not started ({len(spec.trials)} trials waiting; store {store.url})")
-        from ablate.sweep.reuse import hint
+        from ablate.sweep.store.reuse import hint
 
         if (line := hint(spec, store)) is not None:
             print(f"note: {line}")
@@ -340,7 +340,7 @@ def status(path: str | Path) -> int:
     else:
         _print_status_lines(spec, trials)
     if spec.search is not None:
-        from ablate.sweep.search_plan import search_status_lines
+        from ablate.sweep.plan.search_plan import search_status_lines
 
         for line in search_status_lines(spec, trials):
             print(line)

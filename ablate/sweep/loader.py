@@ -3,8 +3,8 @@
 Every command that takes a sweep file (`sweep`, `status`, `sync`, `table`, the end-of-sweep summary)
 opens it here, in one order, before anything is stored or launched:
 
-1. read and check the file's own keys (:func:`ablate.sweep.spec.read_sweep_file`, pure);
-2. check the store URL, import the file's ``imports:`` (:mod:`ablate.sweep.plugins`), check
+1. read and check the file's own keys (:func:`ablate.sweep.file.spec.read_sweep_file`, pure);
+2. check the store URL, import the file's ``imports:`` (:mod:`ablate.sweep.file.plugins`), check
    ``launcher:`` against the launcher registry;
 3. pick the command-line overrides (see below) and expand the rows into trials (configs validated);
 4. check each row's ``resources:`` against the launcher.
@@ -25,13 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ablate.sweep.errors import SweepError
-from ablate.sweep.expand import count_trials
-from ablate.sweep.location import check_store_url, file_of, store_url
-from ablate.sweep.plugins import import_plugins
-from ablate.sweep.spec import Sweep, SweepFile, expand, read_sweep_file
-from ablate.sweep.state import TrialView
-from ablate.sweep.store import SweepStore
+from ablate.sweep.file.errors import SweepError
+from ablate.sweep.file.expand import count_trials
+from ablate.sweep.file.plugins import import_plugins
+from ablate.sweep.file.spec import Sweep, SweepFile, expand, read_sweep_file
+from ablate.sweep.store.location import check_store_url, file_of, store_url
+from ablate.sweep.store.state import TrialView
+from ablate.sweep.store.store import SweepStore
 
 # `ablate sweep` refuses a sweep of more trials than this unless --max-trials says how many are meant.
 MAX_TRIALS = 500

@@ -1,6 +1,6 @@
 """Tiny REAL sweeps for the report tests: real sweep files, a real store, the real worker and trainer.
 
-Every trial of a sweep runs in this process through ``ablate.sweep.worker.run_trial`` (claim -> the
+Every trial of a sweep runs in this process through ``ablate.sweep.launch.worker.run_trial`` (claim -> the
 real ``train()`` on the built-in corpus -> metrics, dev hypotheses and per-sentence NLL in its run
 directory -> the store), as a local slot would run it, minus the subprocess start-up. Two rows x two
 seeds of a 1-layer, 32-wide model; the data is prepared once per test session (its own cache).
@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
+from ablate.sweep.launch.worker import run_trial
 from ablate.sweep.loader import open_sweep
-from ablate.sweep.worker import run_trial
 
 ROWS = [
     {"name": "base", "group": "base", "paper": "base"},

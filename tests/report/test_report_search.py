@@ -23,7 +23,7 @@ from ablate.report.search_view import fmt_params
 from ablate.report.table import build_table
 from ablate.report.wandb_summary import SEARCH_COLUMNS, TABLE_COLUMNS, best_summary, table_columns, table_rows
 from ablate.sweep.loader import open_sweep
-from ablate.sweep.search import Searcher
+from ablate.sweep.plan.search import Searcher
 
 ROOT = Path(__file__).resolve().parents[2]
 N_TRIALS = 4

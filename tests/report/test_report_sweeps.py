@@ -9,7 +9,7 @@ import yaml
 
 from ablate.config import load_config
 from ablate.report.paper import PAPER, changed_settings, settings_of
-from ablate.sweep.spec import load_sweep
+from ablate.sweep.file.spec import load_sweep
 
 SWEEPS = Path(__file__).resolve().parents[2] / "sweeps"
 TABLE3_FILES = ["table3.yaml", "table3-mini.yaml", "table3-multi30k.yaml"]

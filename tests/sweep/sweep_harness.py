@@ -21,7 +21,7 @@ TINY_EXPERIMENT = {
     "logging": {"wandb": "disabled", "progress_bar": False},
 }
 
-# What a local slot runs in the tests: ablate.sweep.worker.main with the fake trainer passed in.
+# What a local slot runs in the tests: ablate.sweep.launch.worker.main with the fake trainer passed in.
 FAKE_WORKER = (sys.executable, str(HERE / "fake_worker.py"))
 FAKE_TRIAL_FN = "fake_trainer:train"  # what a SLURM array task trains with (this folder on PYTHONPATH)
 

@@ -12,9 +12,9 @@ import pytest
 import yaml
 from sweep_harness import TINY_EXPERIMENT
 
-from ablate.sweep.search import Searcher
-from ablate.sweep.spec import load_sweep
-from ablate.sweep.store import SweepStore
+from ablate.sweep.file.spec import load_sweep
+from ablate.sweep.plan.search import Searcher
+from ablate.sweep.store.store import SweepStore
 
 
 def _get(app: Any, path: str) -> dict[str, Any]:

@@ -18,9 +18,9 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
-from ablate.sweep.search import study_name
-from ablate.sweep.spec import load_sweep
-from ablate.sweep.store import SweepStore
+from ablate.sweep.file.spec import load_sweep
+from ablate.sweep.plan.search import study_name
+from ablate.sweep.store.store import SweepStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 

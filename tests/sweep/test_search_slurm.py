@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from ablate.sweep.loader import load_results, open_sweep
-from ablate.sweep.store import SweepStore
+from ablate.sweep.store.store import SweepStore
 
 pytestmark = [pytest.mark.slurm, pytest.mark.integration, pytest.mark.slow]
 

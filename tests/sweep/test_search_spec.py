@@ -16,8 +16,8 @@ import pytest
 from sweep_harness import fake_env
 
 from ablate.cli import main
-from ablate.sweep.errors import SweepError
-from ablate.sweep.search_spec import Param, read_search
+from ablate.sweep.file.errors import SweepError
+from ablate.sweep.file.search_spec import Param, read_search
 
 # The search of the tiny example sweep (two rows, seeds [1, 2]: searched at 1, best re-run at 2).
 SEARCH: dict[str, Any] = {
@@ -354,7 +354,7 @@ PRUNED = {"search": {"metric": "val/ppl", "pruner": "median"}}
     ],
 )
 def test_which_attempts_are_pruned_while_they_train(study_attrs: dict, attrs: dict, prunes: bool) -> None:
-    from ablate.sweep.search import pruning_spec
+    from ablate.sweep.plan.search import pruning_spec
 
     assert (pruning_spec(study_attrs, attrs) is not None) == prunes
 
@@ -364,7 +364,7 @@ def test_a_worker_whose_trial_never_prunes_does_not_import_lightning() -> None:
     trials of a 1,000-trial search) would spend most of their time on it."""
     code = (
         "import sys\n"
-        "from ablate.sweep.worker import _with_pruning\n"
+        "from ablate.sweep.launch.worker import _with_pruning\n"
         "class Store:\n"
         "    def study_attrs(self): return {'search': {'metric': 'val/ppl', 'pruner': 'none'}}\n"
         "print(_with_pruning(Store(), {'search': {'phase': 'search'}}, None), 'lightning' in sys.modules)\n"

@@ -28,12 +28,12 @@ from optuna.trial import TrialState
 from sweep_harness import TINY_EXPERIMENT
 
 from ablate.cli import main
-from ablate.sweep.errors import SweepError
+from ablate.sweep.file.errors import SweepError
+from ablate.sweep.file.spec import Sweep, load_sweep, trial_id
 from ablate.sweep.launch.base import Launcher
-from ablate.sweep.search import Searcher, best_per_row, materialize, study_name, tuned_views
-from ablate.sweep.spec import Sweep, load_sweep, trial_id
-from ablate.sweep.state import Attempt
-from ablate.sweep.store import SweepStore
+from ablate.sweep.plan.search import Searcher, best_per_row, materialize, study_name, tuned_views
+from ablate.sweep.store.state import Attempt
+from ablate.sweep.store.store import SweepStore
 
 ROWS = [
     {"name": "base", "group": "base", "paper": "base"},

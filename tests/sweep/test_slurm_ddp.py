@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from ablate.rundir import read_progress
-from ablate.sweep.spec import load_sweep
-from ablate.sweep.store import SweepStore
+from ablate.sweep.file.spec import load_sweep
+from ablate.sweep.store.store import SweepStore
 
 pytestmark = [pytest.mark.slurm, pytest.mark.integration, pytest.mark.slow]
 

@@ -1,5 +1,5 @@
 """A SIGTERM that is the job's time limit (no SIGUSR2 before it) vs one that is not, with no SLURM:
-the decision (:func:`ablate.train.preempt.is_time_limit`, fed with what squeue printed on the local
+the decision (:func:`ablate.sweep.launch.slurm_queue.is_time_limit`, fed with what squeue printed on the local
 cluster in each case), the task's own requeue after it (SLURM client commands faked), and the
 controller leaving a TIMEOUT job alone while it may still requeue itself.
 
@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
+from ablate.sweep.file.spec import load_sweep
 from ablate.sweep.launch import slurm
 from ablate.sweep.launch.slurm import SlurmLauncher
-from ablate.sweep.spec import load_sweep
-from ablate.sweep.store import SweepStore
+from ablate.sweep.launch.slurm_queue import JobInfo, env_end_time, is_time_limit, parse_squeue
+from ablate.sweep.store.store import SweepStore
 from ablate.train import preempt
-from ablate.train.preempt import JobInfo, env_end_time, is_time_limit, parse_squeue
 
 NOW = 1_800_000_000.0
 
@@ -150,7 +150,7 @@ def test_a_refused_requeue_fails_the_attempt_as_a_timeout(write_sweep, monkeypat
     monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "0")
     monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)
     monkeypatch.delenv("SLURM_CPUS_ON_NODE", raising=False)
-    monkeypatch.setattr("ablate.sweep.worker.slurm_trainer_kwargs", lambda: {})  # no Lightning import
+    monkeypatch.setattr("ablate.sweep.launch.worker.slurm_trainer_kwargs", lambda: {})  # no Lightning import
     task = slurm.SlurmTrial(store.url, store.study_name, a.storage_id, f"{__name__}:_stopped_by_the_time_limit")
     try:
         with pytest.raises(SystemExit):

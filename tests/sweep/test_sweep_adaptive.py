@@ -10,11 +10,11 @@ import pytest
 from sweep_harness import ablate_cmd, fake_env
 
 from ablate.cli import main
-from ablate.sweep.adaptive import look, rows_to_extend
-from ablate.sweep.errors import SweepError
-from ablate.sweep.seeds_spec import AdaptiveSeeds, read_adaptive
-from ablate.sweep.spec import load_sweep
-from ablate.sweep.store import SweepStore
+from ablate.sweep.file.errors import SweepError
+from ablate.sweep.file.seeds_spec import AdaptiveSeeds, read_adaptive
+from ablate.sweep.file.spec import load_sweep
+from ablate.sweep.plan.adaptive import look, rows_to_extend
+from ablate.sweep.store.store import SweepStore
 
 SPEC = AdaptiveSeeds(start=2, max=6)
 ROWS = [f"r{i}" for i in range(10)]
@@ -161,7 +161,7 @@ def test_adaptive_seeds_through_slurm_arrays(slurm_cluster, write_sweep):
 def test_the_controller_compares_with_the_row_the_table_calls_base() -> None:
     """The table's base is the row with ``paper: base``, else the one in group base, else the first: the
     controller's looks must test against that same row, or it extends seeds the table does not judge."""
-    from ablate.sweep.adaptive import base_row
+    from ablate.sweep.plan.adaptive import base_row
 
     rows = ["base", "ref", "h=1"]
     assert base_row(rows, {r: "A" for r in rows}, {"ref": "base"}) == "ref"  # not the row merely named base

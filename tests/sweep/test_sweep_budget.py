@@ -31,6 +31,6 @@ def test_dry_run_prints_epochs_and_target_tokens_once_the_data_is_prepared(write
 
 def yaml_data(sweep_path):
     """The data section a trial of the sweep file gets (the tiny experiment's, over the defaults)."""
-    from ablate.sweep.spec import load_sweep
+    from ablate.sweep.file.spec import load_sweep
 
     return load_sweep(sweep_path).trials[0].config["data"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ablate.config.schema import SLOT_FIELDS
-from ablate.sweep.expand import dotlist
+from ablate.sweep.file.expand import dotlist
 
 
 def test_every_slot_given_with_args_reads_back_as_one_item() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from ablate.sweep.spec import load_sweep, trial_id
+from ablate.sweep.file.spec import load_sweep, trial_id
 
 SWEEPS = Path(__file__).resolve().parents[2] / "sweeps"
 
@@ -55,7 +55,7 @@ def test_a_key_added_later_changes_the_id_only_when_set() -> None:
 
 def test_a_rows_ids_at_other_seeds_are_those_of_its_configs(tmp_path: Path) -> None:
     """The seeds after a row's first are given ids from the row's id text with each seed written in
-    (ablate.sweep.ids.SeedIds): each must be the id of that trial's own config, byte for byte."""
+    (ablate.sweep.file.ids.SeedIds): each must be the id of that trial's own config, byte for byte."""
     data = yaml.safe_load((SWEEPS / "table3-mini.yaml").read_text(encoding="utf-8"))
     data.update(experiment=str((SWEEPS / data["experiment"]).resolve()), seeds=[1, 2, 7, 10, 123456789])
     path = tmp_path / "seeds.yaml"
@@ -74,7 +74,7 @@ def test_a_rows_ids_at_other_seeds_are_those_of_its_configs(tmp_path: Path) -> N
 
 
 def test_seed_ids_fall_back_when_the_mark_is_not_alone() -> None:
-    from ablate.sweep.ids import _SEED_MARK, SeedIds
+    from ablate.sweep.file.ids import _SEED_MARK, SeedIds
 
     config = {"train": {"seed": 1}, "model": {"note": _SEED_MARK}}  # the mark twice: no shortcut
     ids = SeedIds(config)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ablate.cli import main
-from ablate.sweep.spec import load_sweep
-from ablate.sweep.store import SweepStore
+from ablate.sweep.file.spec import load_sweep
+from ablate.sweep.store.store import SweepStore
 
 
 def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
@@ -144,8 +144,8 @@ def test_status_tolerates_attributes_of_another_type(write_sweep, capsys):
 
 
 def test_progress_shows_a_dash_before_the_first_validation(write_sweep, tmp_path):
-    from ablate.sweep.progress import sweep_eta, trial_lines
-    from ablate.sweep.state import Attempt, TrialView
+    from ablate.sweep.launch.progress import sweep_eta, trial_lines
+    from ablate.sweep.store.state import Attempt, TrialView
 
     sweep = load_sweep(write_sweep(rows=[{"name": "a"}, {"name": "b", "overrides": ["model.n_heads=4"]}]))
     run_dir = Path(sweep.trials[0].run_dir)
@@ -154,14 +154,14 @@ def test_progress_shows_a_dash_before_the_first_validation(write_sweep, tmp_path
     running = TrialView.of(sweep.trials[0], [Attempt(0, 1, "RUNNING", {"ablate_id": sweep.trials[0].trial_id})])
     lines = trial_lines([running, TrialView.of(sweep.trials[1])])
     assert lines[0].ppl is None
-    from ablate.sweep.progress import _ppl
+    from ablate.sweep.launch.progress import _ppl
 
     assert _ppl(lines[0]) == "-" and _ppl(lines[1]) == ""
     assert sweep_eta(lines) == pytest.approx(40 + 60)  # the running one's ETA + one more at its span
 
 
 def test_sweep_eta_counts_start_up_and_evaluation_as_measured() -> None:
-    from ablate.sweep.progress import TrialLine, sweep_eta
+    from ablate.sweep.launch.progress import TrialLine, sweep_eta
 
     def line(state: str, **kw) -> TrialLine:
         base = dict(row="r", seed=1, state=state, attempts=1, step=None, max_steps=None, ppl=None, failure=None)
@@ -174,8 +174,8 @@ def test_sweep_eta_counts_start_up_and_evaluation_as_measured() -> None:
 
 
 def test_piped_progress_prints_the_tally_and_eta_regularly(write_sweep, capsys, monkeypatch):
-    from ablate.sweep.progress import ProgressView
-    from ablate.sweep.state import TrialView
+    from ablate.sweep.launch.progress import ProgressView
+    from ablate.sweep.store.state import TrialView
 
     sweep = load_sweep(write_sweep())
     view = ProgressView(sweep, live=False)
@@ -304,8 +304,8 @@ def test_the_live_table_is_drawn_on_change_at_most_once_a_second(write_sweep, mo
     """No refresh thread: a draw when a trial moves (not within a second of the last), else every 10 s."""
     import rich.live
 
-    from ablate.sweep import progress
-    from ablate.sweep.state import TrialView
+    from ablate.sweep.launch import progress
+    from ablate.sweep.store.state import TrialView
 
     draws: list[float] = []
     now = [1000.0]

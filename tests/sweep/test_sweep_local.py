@@ -16,9 +16,9 @@ from sweep_harness import ablate_cmd, calls, fake_env
 
 from ablate.cli import main
 from ablate.rundir import read_progress
+from ablate.sweep.file.spec import load_sweep
 from ablate.sweep.loader import load_results
-from ablate.sweep.spec import load_sweep
-from ablate.sweep.store import SweepStore
+from ablate.sweep.store.store import SweepStore
 
 pytestmark = pytest.mark.integration
 

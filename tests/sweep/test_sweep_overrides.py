@@ -13,7 +13,7 @@ from sweep_harness import calls
 
 from ablate.cli import main
 from ablate.sweep.loader import load_results, open_sweep
-from ablate.sweep.store import SweepStore
+from ablate.sweep.store.store import SweepStore
 
 ROWS = [
     {"name": "base", "group": "base", "paper": "base"},

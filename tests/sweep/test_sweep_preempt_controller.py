@@ -13,10 +13,10 @@ import pytest
 from sweep_harness import ablate_cmd, calls, fake_env
 
 from ablate.rundir import read_progress
+from ablate.sweep.file.spec import load_sweep
 from ablate.sweep.launch.base import Launcher
-from ablate.sweep.spec import load_sweep
-from ablate.sweep.state import Attempt
-from ablate.sweep.store import SweepStore
+from ablate.sweep.store.state import Attempt
+from ablate.sweep.store.store import SweepStore
 
 pytestmark = pytest.mark.integration
 

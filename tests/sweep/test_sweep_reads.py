@@ -1,4 +1,4 @@
-"""ablate.sweep.reads: finished attempts are read once, the rest every time; a controller pass reads once
+"""ablate.sweep.store.reads: finished attempts are read once, the rest every time; a controller pass reads once
 until it writes; what another process writes is seen at the next read, as a full read through Optuna's
 API shows it. Both ways of reading are checked: SQL on Optuna's tables (SQL stores) and Optuna's API
 (journal stores, or tables not as expected)."""
@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from ablate.sweep.spec import load_sweep
-from ablate.sweep.store import SweepStore
+from ablate.sweep.file.spec import load_sweep
+from ablate.sweep.store.store import SweepStore
 
 ROWS = [{"name": f"r{i}", "group": "A", "overrides": [f"model.d_ff={16 + i}"]} for i in range(6)]
 
@@ -116,8 +116,8 @@ def test_a_pass_reads_once_until_this_process_writes(write_sweep, mode):
 def test_opening_to_read_fails_in_one_line(tmp_path):
     """Opened to read, a store is a SQL engine: a file without Optuna's tables is 'no study yet' (a sweep
     not started), an unknown driver 'cannot open', as when Optuna's storage opened it."""
-    from ablate.sweep.errors import SweepError
-    from ablate.sweep.opening import open_store
+    from ablate.sweep.file.errors import SweepError
+    from ablate.sweep.store.opening import open_store
 
     empty = tmp_path / "empty.db"
     empty.touch()

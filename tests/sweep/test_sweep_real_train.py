@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ablate.sweep.file.spec import load_sweep
 from ablate.sweep.loader import load_results
-from ablate.sweep.spec import load_sweep
-from ablate.sweep.store import SweepStore
+from ablate.sweep.store.store import SweepStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 

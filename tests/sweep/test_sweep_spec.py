@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 from ablate.cli import main
-from ablate.sweep.errors import SweepError
+from ablate.sweep.file.errors import SweepError
+from ablate.sweep.file.spec import load_sweep, resolve_sweep_path, trial_id
 from ablate.sweep.loader import open_sweep
-from ablate.sweep.spec import load_sweep, resolve_sweep_path, trial_id
-from ablate.sweep.store import SweepStore, store_url
+from ablate.sweep.store.store import SweepStore, store_url
 
 
 def test_rows_seeds_zip_and_grid_expand(write_sweep):

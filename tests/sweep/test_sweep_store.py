@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from ablate.sweep.spec import load_sweep
-from ablate.sweep.state import TrialView, decide
-from ablate.sweep.store import SweepStore, store_url
+from ablate.sweep.file.spec import load_sweep
+from ablate.sweep.store.state import TrialView, decide
+from ablate.sweep.store.store import SweepStore, store_url
 
 ROWS = [{"name": f"r{i}", "group": "A", "overrides": [f"model.d_ff={16 * (i + 1)}"]} for i in range(6)]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ablate.cli import main
-from ablate.sweep.spec import load_sweep
+from ablate.sweep.file.spec import load_sweep
 
 
 def test_sync_with_nothing_to_upload(write_sweep, capsys):

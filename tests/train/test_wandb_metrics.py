@@ -27,7 +27,7 @@ def test_define_metrics_sets_summaries_on_rank_zero_only() -> None:
 def test_grid_trials_have_a_job_type(tmp_path) -> None:
     import yaml
 
-    from ablate.sweep.spec import load_sweep
+    from ablate.sweep.file.spec import load_sweep
 
     (tmp_path / "exp.yaml").write_text(yaml.safe_dump({"model": {"d_model": 16, "n_heads": 2}}))
     (tmp_path / "s.yaml").write_text(

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ablate.sweep.errors import SweepError
+from ablate.sweep.file.errors import SweepError
+from ablate.sweep.file.spec import SweepFile, Trial
 from ablate.sweep.launch import local, slurm
 from ablate.sweep.launch.registry import LAUNCHERS
-from ablate.sweep.spec import SweepFile, Trial
 
 __all__ = ["LAUNCHERS", "check_launcher", "local", "slurm"]
 

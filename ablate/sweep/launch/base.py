@@ -19,12 +19,12 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ablate.sweep.errors import SweepError
-from ablate.sweep.expand import unknown_key
-from ablate.sweep.progress import ProgressView
-from ablate.sweep.spec import Sweep
-from ablate.sweep.state import FINAL_KINDS, NO_AUTO_RETRY, Attempt, TrialView, count
-from ablate.sweep.store import SweepStore
+from ablate.sweep.file.errors import SweepError
+from ablate.sweep.file.expand import unknown_key
+from ablate.sweep.file.spec import Sweep
+from ablate.sweep.launch.progress import ProgressView
+from ablate.sweep.store.state import FINAL_KINDS, NO_AUTO_RETRY, Attempt, TrialView, count
+from ablate.sweep.store.store import SweepStore
 
 
 class Launcher:
@@ -126,7 +126,7 @@ class Launcher:
         return sorted(out, key=lambda a: (-cost.get(a.ablate_id, 0.0), order[a.ablate_id], a.attempt))
 
     def _costs(self) -> dict[str, float]:
-        from ablate.sweep.cost import estimate  # torch-free (ablate/config/size.py): once per controller
+        from ablate.sweep.plan.cost import estimate  # torch-free (ablate/config/size.py): once per controller
 
         if self._cost_cache is None:
             self._cost_cache = {}
@@ -140,7 +140,7 @@ class Launcher:
         created = self.store.sync(self.sweep)
         view = view or ProgressView(self.sweep)
         if self.sweep.search is not None:
-            from ablate.sweep.search import Searcher
+            from ablate.sweep.plan.search import Searcher
 
             self.searcher = Searcher(self.sweep, self.store)
             s = self.sweep.search
@@ -165,7 +165,7 @@ class Launcher:
         view.close()
         return count(self.trials())
 
-    searcher: Any = None  # a search sweep's Searcher (ablate.sweep.search), set by run()
+    searcher: Any = None  # a search sweep's Searcher (ablate.sweep.plan.search), set by run()
     _row_costs: dict[str, float] | None = None  # a search's rows by training FLOPs (costliest sampled first)
 
     def _sample(self, view: ProgressView) -> bool:
@@ -176,7 +176,7 @@ class Launcher:
         if room <= 0:  # every slot busy: nothing to ask; results are told at the first pass a trial ends
             return bool(self.searcher.more)
         if self._row_costs is None:
-            from ablate.sweep.cost import estimate
+            from ablate.sweep.plan.cost import estimate
 
             self._row_costs = {t.row: float(estimate(self.sweep, t)["flops"] or 0.0) for t in self.sweep.templates}
         for line in self.searcher.step(room, self._row_costs):
@@ -184,11 +184,11 @@ class Launcher:
         self.sweep = self.searcher.sweep
         return bool(self.searcher.more)
 
-    seeder: Any = None  # an adaptive-seeds sweep's SeedScheduler (ablate.sweep.adaptive), set by run()
+    seeder: Any = None  # an adaptive-seeds sweep's SeedScheduler (ablate.sweep.plan.adaptive), set by run()
 
     def _start_seeder(self, view: ProgressView) -> None:
         """An adaptive sweep: the seeds added by an earlier controller join the sweep, then the scheduler."""
-        from ablate.sweep.adaptive import SeedScheduler, materialize_seeds
+        from ablate.sweep.plan.adaptive import SeedScheduler, materialize_seeds
 
         self.sweep = materialize_seeds(self.sweep, {aid: a[0].attrs for aid, a in self.store.by_trial().items() if a})
         self.seeder = SeedScheduler(self.sweep, self.store)

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from ablate.errors import ContractError
+from ablate.sweep.launch.progress import ProgressView
 from ablate.sweep.launch.registry import LAUNCHERS
-from ablate.sweep.progress import ProgressView
 
 TRIAL_FN = "ablate.sweep.launch.contract:contract_trial"
 ROWS = ("done", "fails", "vanishes")
@@ -169,9 +169,9 @@ def write_sweep(folder: Path, name: str, options: Mapping[str, Any] | None = Non
 
 def run_sweep(name: str, folder: Path, options: Mapping[str, Any] | None = None, timeout_s: float = 180.0) -> Outcome:
     """Run the contract sweep under launcher ``name`` in ``folder``; stops it after ``timeout_s``."""
+    from ablate.sweep.file.spec import load_sweep, read_sweep_file
     from ablate.sweep.launch import check_launcher
-    from ablate.sweep.spec import load_sweep, read_sweep_file
-    from ablate.sweep.store import SweepStore
+    from ablate.sweep.store.store import SweepStore
 
     path = write_sweep(folder, name, options)
     check_launcher(read_sweep_file(path))

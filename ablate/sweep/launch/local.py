@@ -2,7 +2,7 @@
 
 A slot is a CPU core (CPU trials) or a GPU. A trial takes ``devices_per_trial`` slots and sees only
 those: ``CUDA_VISIBLE_DEVICES`` for GPUs, ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` (torch's intra-op
-threads) for CPU cores. Each trial runs as ``python -m ablate.sweep.worker`` in its own process group,
+threads) for CPU cores. Each trial runs as ``python -m ablate.sweep.launch.worker`` in its own process group,
 so a crash or a kill -9 of a trial cannot take the sweep down, and Ctrl-C can stop a trial with
 everything it spawned (DataLoader workers, DDP ranks). The command a slot runs is
 ``worker_command`` (a constructor argument; the sweep tests give a worker script of their own that
@@ -26,15 +26,15 @@ from typing import Any
 
 from ablate.devices import device_kind
 from ablate.rundir import SPAWNED_AT_ENV
-from ablate.sweep.errors import SweepError
+from ablate.sweep.file.errors import SweepError
 from ablate.sweep.launch.base import Launcher
 from ablate.sweep.launch.registry import LAUNCHERS
-from ablate.sweep.state import Attempt
+from ablate.sweep.store.state import Attempt
 
-WORKER_COMMAND = (sys.executable, "-m", "ablate.sweep.worker")
+WORKER_COMMAND = (sys.executable, "-m", "ablate.sweep.launch.worker")
 # The worker with ``trial_fn`` ("module:function", argv[1]) in place of the trainer.
 _WITH_TRIAL_FN = (
-    "import sys; from ablate.sweep.worker import load_trial_fn, main; "
+    "import sys; from ablate.sweep.launch.worker import load_trial_fn, main; "
     "sys.exit(main(sys.argv[2:], trial_fn=load_trial_fn(sys.argv[1])))"
 )
 

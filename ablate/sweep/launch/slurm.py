@@ -38,11 +38,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ablate.sweep.errors import SweepError
+from ablate.sweep.file.errors import SweepError
+from ablate.sweep.file.spec import safe_name
 from ablate.sweep.launch.base import Launcher
 from ablate.sweep.launch.registry import LAUNCHERS
-from ablate.sweep.spec import safe_name
-from ablate.sweep.state import Attempt
+from ablate.sweep.store.state import Attempt
 
 # sacct states of a job that may still run the attempt (pending after a requeue counts).
 _ALIVE = {
@@ -96,7 +96,7 @@ class SlurmTrial:
         self.url, self.study, self.storage_id, self.trial_fn = url, study, storage_id, trial_fn
 
     def __call__(self) -> str:
-        from ablate.sweep.worker import load_trial_fn, run_trial, slurm_trainer_kwargs
+        from ablate.sweep.launch.worker import load_trial_fn, run_trial, slurm_trainer_kwargs
         from ablate.train import preempt
 
         # Before anything slow: from here SIGTERM / SIGUSR2 only ask training to stop at a step boundary
@@ -112,7 +112,7 @@ class SlurmTrial:
             )
             refused = _requeue_if_needed(preempt.signals())
             if refused:
-                from ablate.sweep.store import SweepStore
+                from ablate.sweep.store.store import SweepStore
 
                 SweepStore(self.url, self.study).fail(self.storage_id, refused, "timeout")
             # Like submitit after its own requeue: exit without a result, so nothing reads this run as done.
@@ -181,12 +181,12 @@ def _requeue_if_needed(signals: list[int]) -> str | None:
 
 def _sigterm_is_time_limit(job: str) -> bool:
     """Ask slurmctld why the job is stopping (squeue); its end time from the environment if it cannot say."""
-    from ablate.train import preempt
+    from ablate.sweep.launch.slurm_queue import env_end_time, is_time_limit, parse_squeue
 
     done = _slurm(["squeue", "-h", "-j", job, "-o", "%T|%r|%e"], timeout=5)
-    info = preempt.parse_squeue(done.stdout) if done is not None and done.returncode == 0 else None
-    env_end = preempt.env_end_time(os.environ.get("SLURM_JOB_END_TIME"))
-    verdict = preempt.is_time_limit(time.time(), info, env_end)
+    info = parse_squeue(done.stdout) if done is not None and done.returncode == 0 else None
+    env_end = env_end_time(os.environ.get("SLURM_JOB_END_TIME"))
+    verdict = is_time_limit(time.time(), info, env_end)
     seen = f"squeue: {done.stdout.strip()!r}" if info is not None else f"SLURM_JOB_END_TIME={env_end}"
     print(f"ablate: SIGTERM {'is' if verdict else 'is not'} the time limit ({seen})", file=sys.stderr)
     return verdict

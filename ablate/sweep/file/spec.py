@@ -22,12 +22,12 @@ from typing import Any
 
 from ablate.config import ConfigError, load_config, to_dict
 from ablate.rundir import safe_name as rundir_safe_name
-from ablate.sweep.errors import SweepError
-from ablate.sweep.expand import as_layer, check_row, dotlist, expand_row, merge, set_dotted
-from ablate.sweep.ids import SeedIds, trial_id
-from ablate.sweep.search_spec import SearchSpec, read_search
-from ablate.sweep.seeds_spec import AdaptiveSeeds, read_adaptive
-from ablate.sweep.spec_checks import (
+from ablate.sweep.file.errors import SweepError
+from ablate.sweep.file.expand import as_layer, check_row, dotlist, expand_row, merge, set_dotted
+from ablate.sweep.file.ids import SeedIds, trial_id
+from ablate.sweep.file.search_spec import SearchSpec, read_search
+from ablate.sweep.file.seeds_spec import AdaptiveSeeds, read_adaptive
+from ablate.sweep.file.spec_checks import (
     check_launcher,
     check_numbers,
     check_report,
@@ -101,7 +101,7 @@ class Sweep:
     runs_root: Path
     trials: tuple[Trial, ...]
     overrides: tuple[str, ...] = ()  # command-line overrides applied to every trial (recorded in the store)
-    # A search sweep (``search:``): its trials are sampled while it runs (ablate.sweep.search); until
+    # A search sweep (``search:``): its trials are sampled while it runs (ablate.sweep.plan.search); until
     # then ``trials`` holds those sampled so far and ``templates`` one unsampled trial per row (the
     # row's config at the first seed: validation, cost bounds, launcher checks).
     search: SearchSpec | None = None

@@ -30,8 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ablate.sweep.errors import SweepError
-from ablate.sweep.expand import check_keys, unknown_key
+from ablate.sweep.file.errors import SweepError
+from ablate.sweep.file.expand import check_keys, unknown_key
 
 SEARCH_KEYS = ("metric", "direction", "n_trials", "sampler", "pruner", "params", "parallel", "seed")
 PARAM_KEYS = ("low", "high", "log", "step", "choices")

@@ -1,6 +1,6 @@
 """``seeds: {start: 2, max: 8, until: decided}``: the shape of an adaptive-seeds sweep, checked. Pure.
 
-What the controller does with it: :mod:`ablate.sweep.adaptive`.
+What the controller does with it: :mod:`ablate.sweep.plan.adaptive`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ablate.sweep.errors import SweepError
+from ablate.sweep.file.errors import SweepError
 
 UNTIL = ("decided",)
 

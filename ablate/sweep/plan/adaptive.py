@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ablate.sweep.seeds_spec import AdaptiveSeeds
-from ablate.sweep.spec import Sweep, Trial, seed_trial
+from ablate.sweep.file.seeds_spec import AdaptiveSeeds
+from ablate.sweep.file.spec import Sweep, Trial, seed_trial
 
 
 def base_row(rows: Sequence[str], groups: Mapping[str, str], papers: Mapping[str, Any]) -> str:

@@ -1,7 +1,7 @@
 """The checks of a sweep file's own top-level keys (name, store, seeds, wandb, heartbeat, cost, launcher). Pure.
 
 Each raises one :class:`SweepError` line naming the file, the key and the fix. Used by
-:func:`ablate.sweep.spec.read_sweep_file`; the rows are checked by :mod:`ablate.sweep.expand`.
+:func:`ablate.sweep.file.spec.read_sweep_file`; the rows are checked by :mod:`ablate.sweep.file.expand`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ablate.config import ConfigError, read_yaml
-from ablate.sweep.errors import SweepError
-from ablate.sweep.expand import check_keys
+from ablate.sweep.file.errors import SweepError
+from ablate.sweep.file.expand import check_keys
 
 # Top-level keys of a sweep file, each with what it holds (used in "unknown key" hints and docs).
 SWEEP_KEYS = {
@@ -31,7 +31,7 @@ SWEEP_KEYS = {
     "cost": "{flops_per_second, mfu, step_overhead_s}: throughput assumption of --dry-run",
     "report": "{equivalence: {ppl: 0.02, bleu: 0.3}}: margins within which a row counts as the same as base",
     "rows": "the rows of the table (optional with search:, which then tunes the experiment as one row)",
-    "search": "{metric, direction, n_trials, sampler, pruner, params}: tune each row (ablate.sweep.search_spec)",
+    "search": "{metric, direction, n_trials, sampler, pruner, params}: tune each row (ablate.sweep.file.search_spec)",
 }
 WANDB_KEYS = ("project", "entity", "mode")
 WANDB_MODES = ("auto", "online", "offline", "disabled")

@@ -18,7 +18,7 @@ from typing import Any
 from ablate.config import ConfigError
 from ablate.config.schema import SLOT_FIELDS
 from ablate.errors import did_you_mean
-from ablate.sweep.errors import SweepError
+from ablate.sweep.file.errors import SweepError
 
 ROW_KEYS = ("name", "group", "paper", "overrides", "grid", "zip", "resources", "note")
 

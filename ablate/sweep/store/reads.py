@@ -16,7 +16,7 @@ grew with the sweep's size times the reads per pass. Two rules cut it down:
 Writes by other processes are seen at the next read, as before: a pass is one moment.
 
 On a SQL store (SQLite, PostgreSQL, MySQL) the reading itself is done with SQL on Optuna's tables
-(:mod:`ablate.sweep.sql_reads`); through Optuna's API (below) on a journal file, or where those tables
+(:mod:`ablate.sweep.store.sql_reads`); through Optuna's API (below) on a journal file, or where those tables
 are not as expected. :attr:`AttemptReader.generation` rises whenever an attempt appears or changes
 state, so what is built from the attempts is rebuilt only then.
 """
@@ -27,8 +27,8 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-from ablate.sweep.sql_reads import LIVE, SchemaMismatch, TableReader
-from ablate.sweep.state import Attempt
+from ablate.sweep.store.sql_reads import LIVE, SchemaMismatch, TableReader
+from ablate.sweep.store.state import Attempt
 
 T = TypeVar("T")
 

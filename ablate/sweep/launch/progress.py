@@ -1,6 +1,6 @@
 """What a person watching a sweep sees: a live table (rich) on a terminal, plain lines otherwise.
 
-The numbers come from the store through :class:`~ablate.sweep.state.TrialView` (state, failure, final
+The numbers come from the store through :class:`~ablate.sweep.store.state.TrialView` (state, failure, final
 metrics) and, for a running trial, from the ``progress.json`` the trainer rewrites in its run
 directory (step, val/ppl, elapsed, ETA; read through :mod:`ablate.rundir`).
 """
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ablate.sweep.spec import Sweep
-from ablate.sweep.state import TrialView, count
+from ablate.sweep.file.spec import Sweep
+from ablate.sweep.store.state import TrialView, count
 
 
 @dataclass

@@ -12,10 +12,10 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ablate.sweep.cost import estimate
-from ablate.sweep.search_spec import SearchSpec
-from ablate.sweep.spec import Sweep
-from ablate.sweep.state import TrialView
+from ablate.sweep.file.search_spec import SearchSpec
+from ablate.sweep.file.spec import Sweep
+from ablate.sweep.plan.cost import estimate
+from ablate.sweep.store.state import TrialView
 
 PRUNED_SHARE, PRUNED_AT = 0.5, 0.5  # the assumption behind the expected saving (see the module doc)
 
@@ -142,7 +142,7 @@ def print_search_plan(sweep: Sweep, as_json: bool) -> int:
 
 def search_status_lines(sweep: Sweep, trials: Sequence[TrialView]) -> list[str]:
     """Per row: search trials done / pruned / running / failed of n_trials, and the best so far."""
-    from ablate.sweep.search import best_per_row
+    from ablate.sweep.plan.search import best_per_row
 
     spec = sweep.search
     assert spec is not None

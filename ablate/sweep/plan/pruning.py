@@ -18,7 +18,7 @@ from typing import Any
 import lightning.pytorch as pl
 
 from ablate.errors import Pruned
-from ablate.sweep.search import make_pruner, pruning_spec
+from ablate.sweep.plan.search import make_pruner, pruning_spec
 
 
 class PruneOnValidation(pl.Callback):

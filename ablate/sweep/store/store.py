@@ -18,7 +18,7 @@ before they were recorded, which reads as none) and, for a search, ``search`` (i
 read the metric and the pruner from it).
 
 What a trial's attempts amount to (done / pruned / running / waiting / failed) is decided in one place,
-:mod:`ablate.sweep.state`; :meth:`SweepStore.trial_states` gives that view for a whole sweep.
+:mod:`ablate.sweep.store.state`; :meth:`SweepStore.trial_states` gives that view for a whole sweep.
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ablate.sweep.errors import SweepError
-from ablate.sweep.location import file_of, store_url
-from ablate.sweep.opening import open_store, optuna_storage, read_study_attrs
-from ablate.sweep.reads import AttemptReader, by_trial
-from ablate.sweep.spec import Sweep, SweepFile, Trial
-from ablate.sweep.state import IDENTITY_ATTRS, Attempt, TrialView, views
+from ablate.sweep.file.errors import SweepError
+from ablate.sweep.file.spec import Sweep, SweepFile, Trial
+from ablate.sweep.store.location import file_of, store_url
+from ablate.sweep.store.opening import open_store, optuna_storage, read_study_attrs
+from ablate.sweep.store.reads import AttemptReader, by_trial
+from ablate.sweep.store.state import IDENTITY_ATTRS, Attempt, TrialView, views
 
 OVERRIDES_ATTR = "overrides"  # study user attribute: command-line overrides of the last `ablate sweep`
 
@@ -50,7 +50,7 @@ class SweepStore:
         self.study_name = study_name
         self._storage: Any = None
         self._study_id: int | None = None
-        self._engine: Any = None  # SQLAlchemy engine of a SQL store (ablate.sweep.opening)
+        self._engine: Any = None  # SQLAlchemy engine of a SQL store (ablate.sweep.store.opening)
         self._checked = False  # opened with Optuna's table creation and schema check (to write)
         self.reader = AttemptReader()  # finished attempts kept, one read per controller pass
 
@@ -83,7 +83,7 @@ class SweepStore:
             self._connect(create)
 
     def _connect(self, create: bool) -> None:
-        opened = open_store(self.url, self.study_name, create)  # ablate.sweep.opening: to read or to write
+        opened = open_store(self.url, self.study_name, create)  # ablate.sweep.store.opening: to read or to write
         self._study_id, self._engine, self._storage, self._checked = (
             opened.study_id,
             opened.engine,
@@ -121,7 +121,7 @@ class SweepStore:
 
     # -- reading -------------------------------------------------------------------------------
     def attempts(self) -> list[Attempt]:
-        """Every attempt of the sweep, in creation order (ablate.sweep.reads: how little is read)."""
+        """Every attempt of the sweep, in creation order (ablate.sweep.store.reads: how little is read)."""
         self._open(create=False)
         return self.reader.read(self._optuna, self._study_id, self._engine)
 
@@ -137,8 +137,8 @@ class SweepStore:
     def trial_states(self, sweep: Sweep) -> list[TrialView]:
         """Every trial of the sweep file with its state (read-only: no store yet = all waiting).
 
-        A search sweep's trials are those sampled so far (:func:`ablate.sweep.search.materialize`), an
-        adaptive one's also the seeds its controller added (:func:`ablate.sweep.adaptive.materialize_seeds`)."""
+        A search sweep's trials are those sampled so far (:func:`ablate.sweep.plan.search.materialize`), an
+        adaptive one's also the seeds its controller added (:func:`ablate.sweep.plan.adaptive.materialize_seeds`)."""
         attempts = self.by_trial() if self.exists() else {}
         return self.reader.memo("views", sweep, lambda: _views(sweep, attempts))
 
@@ -169,7 +169,7 @@ class SweepStore:
             "import_path": str(sweep.path.parent),
             "heartbeat": dict(sweep.heartbeat),
         }
-        if sweep.search is not None:  # what a search trial's worker needs to prune (ablate.sweep.pruning)
+        if sweep.search is not None:  # what a search trial's worker needs to prune (ablate.sweep.plan.pruning)
             attrs["search"] = sweep.search.record()
         have_attrs = self.study_attrs()
         for key, value in attrs.items():
@@ -339,11 +339,11 @@ class SweepStore:
 
 def _views(sweep: Sweep, by_trial: dict[str, list[Attempt]]) -> list[TrialView]:
     if sweep.search is not None:
-        from ablate.sweep.search import materialize
+        from ablate.sweep.plan.search import materialize
 
         sweep = materialize(sweep, by_trial)
     if sweep.adaptive is not None:  # the seeds its controller added
-        from ablate.sweep.adaptive import materialize_seeds
+        from ablate.sweep.plan.adaptive import materialize_seeds
 
         sweep = materialize_seeds(sweep, {aid: a[0].attrs for aid, a in by_trial.items() if a})
     return views(sweep, by_trial)

@@ -11,7 +11,7 @@
   table creation and schema check: the study exists, a write command opens the store to write).
 
 A journal file is always opened through Optuna (it has no tables). Errors become one-line
-:class:`~ablate.sweep.errors.SweepError`\\ s: a file without Optuna's tables reads as "no study yet".
+:class:`~ablate.sweep.file.errors.SweepError`\\ s: a file without Optuna's tables reads as "no study yet".
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ablate.sweep.errors import SweepError
-from ablate.sweep.location import file_of
+from ablate.sweep.file.errors import SweepError
+from ablate.sweep.store.location import file_of
 
 _STUDY_ID = "SELECT study_id FROM studies WHERE study_name = :name"
 _STUDY_ATTRS = "SELECT key, value_json FROM study_user_attributes WHERE study_id = :study"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ablate.sweep.errors import SweepError
-from ablate.sweep.spec import Sweep, SweepFile
+from ablate.sweep.file.errors import SweepError
+from ablate.sweep.file.spec import Sweep, SweepFile
 
 
 def store_url(sweep: Sweep | SweepFile) -> str:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ablate.devices import device_kind, devices_of
-from ablate.sweep.budgets import trial_budget
-from ablate.sweep.spec import Sweep, Trial, describe_trial
+from ablate.sweep.file.spec import Sweep, Trial, describe_trial
+from ablate.sweep.plan.budgets import trial_budget
 
 # Throughput assumptions of the dry-run cost estimate, unless the sweep file's `cost:` says otherwise.
 # A device step takes step_overhead_s + its FLOPs / (flops_per_second x mfu).
@@ -35,7 +35,7 @@ def step_seconds(flops_per_device_step: float, assumption: dict[str, float]) -> 
 
 def estimate(sweep: Sweep, t: Trial) -> dict[str, Any]:
     """Parameters, budget, training FLOPs and device-hours of one trial, from its config (and, for its
-    epochs and target tokens, the prepared data's statistics: :mod:`ablate.sweep.budgets`). FLOPs and
+    epochs and target tokens, the prepared data's statistics: :mod:`ablate.sweep.plan.budgets`). FLOPs and
     device-hours are None for a budget in epochs or tokens whose data is not prepared yet."""
     from ablate.config import model_section
     from ablate.config.size import count_parameters, train_flops  # closed forms: no torch

@@ -9,7 +9,7 @@ per read replace it, on two tables:
   than any seen (a count of the study's trials checks that none was missed: every trial is read again
   when the count differs, e.g. a trial committed late under a lower id on a server database);
 - ``trial_user_attributes`` of the WAITING and RUNNING trials, without the attributes they were
-  created with (:data:`~ablate.sweep.state.IDENTITY_ATTRS`: the config, row, seed, ... never change):
+  created with (:data:`~ablate.sweep.store.state.IDENTITY_ATTRS`: the config, row, seed, ... never change):
   what changes while an attempt waits or runs (heartbeat, claim token, host, job id). A value whose
   JSON text is the one read last time is not decoded again.
 
@@ -19,7 +19,7 @@ A trial seen for the first time, or finished since the last read, has all its at
 Attempts are kept between reads as objects: an attempt whose state is unchanged is the same object,
 its changed attributes updated in place, so whatever holds it (a trial view) sees them. A new attempt
 or a change of state makes new objects and raises :attr:`TableReader.generation`: views built from
-the attempts are rebuilt only then (:meth:`ablate.sweep.store.SweepStore.trial_states`).
+the attempts are rebuilt only then (:meth:`ablate.sweep.store.store.SweepStore.trial_states`).
 
 The two tables and their columns (trial_id, number, study_id, state; trial_id, key, value_json) are
 Optuna's storage schema, which its migrations have kept since version 1. A statement that fails on
@@ -32,7 +32,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ablate.sweep.state import IDENTITY_ATTRS, Attempt
+from ablate.sweep.store.state import IDENTITY_ATTRS, Attempt
 
 LIVE = ("WAITING", "RUNNING")
 _STATES = "SELECT trial_id, number, state FROM trials WHERE study_id = {study:d}"

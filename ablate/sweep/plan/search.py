@@ -6,7 +6,7 @@ h=1 from base's results and the median pruner would stop an h=1 trial because ba
 lower at that step; per-row studies keep every comparison inside the row, and optuna-dashboard
 lists each row as its own study with its parameters.
 
-The trials themselves stay ablate trials in the sweep's own study (:mod:`ablate.sweep.store`), so
+The trials themselves stay ablate trials in the sweep's own study (:mod:`ablate.sweep.store.store`), so
 claims, heartbeats, reaping, retries, SLURM requeue and ``status`` work as for a grid. The link is
 the row-study trial's ``ablate_id`` user attribute and the ablate trial's ``search`` attribute
 ``{phase, study, number, trial_id, params}``.
@@ -32,10 +32,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ablate.sweep.errors import SweepError
-from ablate.sweep.search_spec import SearchSpec
-from ablate.sweep.spec import Sweep, Trial, sample_trial
-from ablate.sweep.state import FINAL_KINDS, Attempt, TrialView, decide
+from ablate.sweep.file.errors import SweepError
+from ablate.sweep.file.search_spec import SearchSpec
+from ablate.sweep.file.spec import Sweep, Trial, sample_trial
+from ablate.sweep.store.state import FINAL_KINDS, Attempt, TrialView, decide
 
 SEARCH_ATTR = "search"
 

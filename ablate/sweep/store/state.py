@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ablate.rundir import read_progress
-from ablate.sweep.spec import Sweep, Trial
+from ablate.sweep.file.spec import Sweep, Trial
 
 STATES = ("done", "pruned", "running", "waiting", "failed")  # pruned: a search trial stopped early (final)
 
@@ -28,7 +28,7 @@ NO_AUTO_RETRY = ("diverged", "duplicate", "cancelled", "error")
 
 
 # Attributes an attempt is created with, which never change: a retry copies them, and a store read
-# fetches them once per attempt (ablate.sweep.reads). Written at run time: token, host, pid, heartbeat,
+# fetches them once per attempt (ablate.sweep.store.reads). Written at run time: token, host, pid, heartbeat,
 # slurm_job, worker_pid, devices; at the end metrics or failure + failure_kind.
 IDENTITY_ATTRS = (
     "ablate_id",

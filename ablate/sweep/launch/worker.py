@@ -1,6 +1,6 @@
 """Run one claimed trial: config from the store -> train() -> metrics or failure back to the store.
 
-Used in two ways: as a subprocess of the local launcher (``python -m ablate.sweep.worker``, so a
+Used in two ways: as a subprocess of the local launcher (``python -m ablate.sweep.launch.worker``, so a
 crash cannot take the controller down) and in-process inside a SLURM job (``run_trial``). While the
 trial runs a thread keeps a heartbeat in the store; a worker that dies stops beating and is reaped.
 A SLURM stop signal (:mod:`ablate.train.preempt`) ends training with ``Preempted`` after last.ckpt is
@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from ablate.errors import AblateError, Pruned
-from ablate.sweep.plugins import import_plugins
-from ablate.sweep.search import pruning_spec
-from ablate.sweep.store import SweepStore
+from ablate.sweep.file.plugins import import_plugins
+from ablate.sweep.plan.search import pruning_spec
+from ablate.sweep.store.store import SweepStore
 from ablate.train import preempt
 from ablate.train.preempt import Preempted
 
@@ -155,7 +155,7 @@ def _with_pruning(store: SweepStore, attrs: dict[str, Any], kwargs: dict[str, An
     """Trainer keywords plus the pruning callback of a search trial (``callbacks`` are added to ours)."""
     if pruning_spec(store.study_attrs(), attrs) is None:
         return kwargs or None
-    from ablate.sweep.pruning import pruning_callbacks  # imports Lightning
+    from ablate.sweep.plan.pruning import pruning_callbacks  # imports Lightning
 
     extra = pruning_callbacks(store, attrs)
     if not extra:
@@ -208,8 +208,8 @@ def _run_rank(store: SweepStore, storage_id: int, trainer_kwargs: dict[str, Any]
 
 
 def main(argv: list[str] | None = None, trial_fn: TrialFn | None = None) -> int:
-    """``python -m ablate.sweep.worker --url ... --study ... --trial N --token T`` (one claimed trial)."""
-    p = argparse.ArgumentParser(prog="python -m ablate.sweep.worker", description="run one claimed sweep trial")
+    """``python -m ablate.sweep.launch.worker --url ... --study ... --trial N --token T`` (one claimed trial)."""
+    p = argparse.ArgumentParser(prog="python -m ablate.sweep.launch.worker", description="run one claimed sweep trial")
     p.add_argument("--url", required=True, help="store URL (sqlite:///..., journal:PATH, ...)")
     p.add_argument("--study", required=True, help="study (sweep) name")
     p.add_argument("--trial", type=int, required=True, help="storage id of the attempt")

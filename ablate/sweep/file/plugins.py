@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ablate.plugins import PluginImportError, import_user_module
-from ablate.sweep.errors import SweepError
+from ablate.sweep.file.errors import SweepError
 
 
 def import_plugins(modules: Sequence[str], base: str | Path, where: str) -> None:
