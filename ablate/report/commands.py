@@ -8,7 +8,7 @@ and the end-of-sweep summary also writes it (and the JSON) to ``<runs>/<sweep>/t
 A search sweep's table is tuned (:mod:`ablate.report.search_view`): each row at its best configuration,
 with its search beside it; ``--plot`` and the summary also draw its optimization history.
 
-The report reads the store through :meth:`ablate.sweep.store.store.SweepStore.trial_states` (the one
+The report reads the store through :func:`ablate.sweep.plan.trial_states` (the one
 trial-state view); the sweep part never imports this package (the CLI composes the two).
 Kept light: this imports neither Lightning nor matplotlib (the plot module loads it only for
 ``--plot``), so `ablate table` answers in about the time it takes to parse the sweep file.
@@ -30,6 +30,7 @@ from ablate.report.table import DEFAULT_ALPHA, Table3, build_table
 from ablate.report.verdicts import decide, report_margins
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.loader import open_sweep
+from ablate.sweep.plan import trial_states
 from ablate.sweep.store.store import SweepStore
 
 PLOT_NAME = "table3.png"  # the end-of-sweep summary writes its plot here, under <runs>/<sweep name>/
@@ -47,7 +48,7 @@ def load_table(
     and Optuna's schema check); None opens it. Creates nothing but the bootstrap cache
     (``<runs>/<sweep>/report-cache.json``, once trials are done).
     """
-    views = (store or SweepStore.for_sweep(sweep)).trial_states(sweep)
+    views = trial_states(store or SweepStore.for_sweep(sweep), sweep)
     # A search sweep: each row at its best configuration (ablate.report.search_view), not every trial.
     results = views if sweep.search is None else table_views(sweep.search, views)
     # Rows listed in the file but not yet in the store still show (as waiting), in the file's order.

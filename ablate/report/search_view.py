@@ -3,7 +3,7 @@
 A search sweep (``search:``, :mod:`ablate.sweep.plan.search`) trains many configurations per row; pooling
 them would average good and bad learning rates. The table reports each row at its best search trial
 (by the search metric and direction) together with that configuration's re-runs at the sweep's
-other seeds (phase ``final``): :func:`ablate.sweep.plan.search.tuned_views`. Every statistic of the table
+other seeds (phase ``final``): :func:`ablate.sweep.plan.search_results.tuned_views`. Every statistic of the table
 (mean ± std over seeds, the test over seeds, the paired bootstraps against base) is then one of those trials.
 
 The seed-1 value of a tuned row is the best of its search trials on that seed and dev set, so it is
@@ -29,7 +29,7 @@ from ablate.report.table import Table3
 from ablate.sweep.file.expand import set_dotted
 from ablate.sweep.file.search_spec import SearchSpec
 from ablate.sweep.file.spec import Sweep
-from ablate.sweep.plan.search import RowBest, best_per_row, tuned_views
+from ablate.sweep.plan.search_results import RowBest, best_per_row, tuned_views
 from ablate.sweep.store.state import TrialView
 
 TUNED = "tuned"  # the cell of a Table 3 setting the search chooses per row

@@ -23,6 +23,7 @@ from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.launch.progress import render_table, title, trial_lines
 from ablate.sweep.loader import MAX_TRIALS, OpenSweep, open_sweep
+from ablate.sweep.plan import trial_states
 from ablate.sweep.plan.cost import estimate
 from ablate.sweep.store.state import STATES, TrialView
 from ablate.sweep.store.store import SweepStore
@@ -226,7 +227,7 @@ def _launch(spec: Sweep, opened: OpenSweep, launcher_options: Mapping[str, Any] 
     from ablate.sweep.launch import LAUNCHERS
 
     launcher = LAUNCHERS.get(spec.launcher["name"])(spec, opened.store, **dict(launcher_options or {}))
-    before = opened.store.trial_states(spec)
+    before = trial_states(opened.store, spec)
     local = spec.launcher["name"] == "local"
     if local:  # a SLURM controller may sit on a login node: there the first job prepares the data
         _prepare_once(spec, before)
@@ -258,7 +259,7 @@ def _ended(
     shown += ("running",) if not spec.search else ()
     tally = ", ".join(f"{counts.get(s, 0)} {s}" for s in shown)
     print(f"sweep {spec.name}: {tally} in {seconds:.0f} s")
-    views = opened.store.trial_states(spec)
+    views = trial_states(opened.store, spec)
     if slots:
         from ablate.sweep.efficiency import efficiency_lines
 
@@ -319,7 +320,7 @@ def status(path: str | Path) -> int:
         return 0
     reap_ended_jobs(spec, store)
     by_trial = store.by_trial()
-    trials = store.trial_states(spec)
+    trials = trial_states(store, spec)
     stray = set(by_trial) - {v.trial_id for v in trials}
     if stray:  # rows removed or configs changed since they ran; kept in the store, not shown
         print(

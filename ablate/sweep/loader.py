@@ -29,6 +29,7 @@ from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.expand import count_trials
 from ablate.sweep.file.plugins import import_plugins
 from ablate.sweep.file.spec import Sweep, SweepFile, expand, read_sweep_file
+from ablate.sweep.plan import trial_states
 from ablate.sweep.store.location import check_store_url, file_of, store_url
 from ablate.sweep.store.state import TrialView
 from ablate.sweep.store.store import SweepStore
@@ -145,4 +146,4 @@ def open_sweep(
 def load_results(path: str | Path, overrides: Sequence[str] | None = None) -> list[TrialView]:
     """Every trial of a sweep file (file order, seeds inner) with its state, as the store sees it."""
     opened = open_sweep(path, overrides)
-    return opened.store.trial_states(opened.sweep)
+    return trial_states(opened.store, opened.sweep)

@@ -16,6 +16,7 @@ import yaml
 
 from ablate.sweep.launch.worker import run_trial
 from ablate.sweep.loader import open_sweep
+from ablate.sweep.plan import trial_states
 
 ROWS = [
     {"name": "base", "group": "base", "paper": "base"},
@@ -76,7 +77,7 @@ def build(folder: Path, name: str, max_steps: int, cache: Path, seeds: tuple[int
     opened = open_sweep(sweep_file)
     store = opened.store
     store.sync(opened.sweep)
-    for view in store.trial_states(opened.sweep):
+    for view in trial_states(store, opened.sweep):
         state = run_trial(store.url, store.study_name, view.latest.storage_id, "report-test")
         assert state == "COMPLETE", (view.row, view.seed, state, Path(view.run_dir, "error.txt").read_text())
     return sweep_file
@@ -123,7 +124,7 @@ def finish_by_hand(sweep_file: Path, prepared: Any, outputs: Outputs) -> None:
     opened = open_sweep(sweep_file)
     store = opened.store
     store.sync(opened.sweep)
-    for view in store.trial_states(opened.sweep):
+    for view in trial_states(store, opened.sweep):
         hyps, nll = outputs(view.row, view.seed, refs, tokens)
         rd = RunDir(view.trial.run_dir)
         rd.write_hypotheses("valid", hyps)

@@ -16,6 +16,7 @@ from ablate.cli import main
 from ablate.report.commands import print_summary
 from ablate.report.wandb_summary import TABLE_COLUMNS
 from ablate.sweep.loader import open_sweep
+from ablate.sweep.plan import trial_states
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,7 +52,7 @@ def fake_results(sweep_file: Path) -> None:
     opened = open_sweep(sweep_file)
     store = opened.store
     store.sync(opened.sweep)
-    for view in store.trial_states(opened.sweep):
+    for view in trial_states(store, opened.sweep):
         if (view.row, view.seed) in FAKE:
             ppl, bleu = FAKE[(view.row, view.seed)]
             assert store.claim(view.latest.storage_id, "test")

@@ -19,6 +19,7 @@ from ablate.cli import main
 from ablate.data.unigram import unigram_floor
 from ablate.report.commands import load_table
 from ablate.sweep.loader import open_sweep
+from ablate.sweep.plan import trial_states
 
 ROWS = [
     {"name": "base", "group": "base", "paper": "base"},
@@ -151,7 +152,7 @@ def test_the_evidence_path_imports_no_torch(sweep_file: Path, tmp_path: Path) ->
     """The store's trials -> floor, bootstraps, every format: no torch, Lightning or matplotlib on the way."""
     opened = open_sweep(sweep_file)
     keys = ("row", "group", "paper", "seed", "state", "config", "params", "metrics", "failure", "run_dir")
-    trials = [{k: getattr(v, k) for k in keys} for v in opened.store.trial_states(opened.sweep)]
+    trials = [{k: getattr(v, k) for k in keys} for v in trial_states(opened.store, opened.sweep)]
     (tmp_path / "trials.json").write_text(json.dumps(trials))
     code = (
         "import json, sys, types; from ablate.report.evidence import attach_evidence;"

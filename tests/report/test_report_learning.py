@@ -16,6 +16,7 @@ from real_sweep import finish_by_hand, prepare, write_sweep
 from ablate.cli import main
 from ablate.report.learning import last_quarter
 from ablate.sweep.loader import open_sweep
+from ablate.sweep.plan import trial_states
 
 ROWS = [
     {"name": "base", "group": "base", "paper": "base"},
@@ -38,7 +39,7 @@ def _outputs(garbage: bool):
 
 
 def _write_curves(sweep_file: Path, points: list[tuple[int, float]]) -> None:
-    for view in open_sweep(sweep_file).store.trial_states(open_sweep(sweep_file).sweep):
+    for view in trial_states(open_sweep(sweep_file).store, open_sweep(sweep_file).sweep):
         with open(Path(view.run_dir) / "metrics.csv", "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["step", "train/loss", "val/ppl"])

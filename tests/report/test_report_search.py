@@ -23,6 +23,7 @@ from ablate.report.search_view import fmt_params
 from ablate.report.table import build_table
 from ablate.report.wandb_summary import SEARCH_COLUMNS, TABLE_COLUMNS, best_summary, table_columns, table_rows
 from ablate.sweep.loader import open_sweep
+from ablate.sweep.plan import trial_states
 from ablate.sweep.plan.search import Searcher
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,7 +58,7 @@ def fake_ppl(row: str, seed: int, params: dict) -> float:
 
 def finish_all(store, sweep) -> None:
     """Finish every waiting trial as a worker would; each row's search trial #1 is pruned at step 3."""
-    for v in store.trial_states(sweep):
+    for v in trial_states(store, sweep):
         if v.state != "waiting":
             continue
         assert store.claim(v.latest.storage_id, "test")
@@ -95,7 +96,7 @@ def searched(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     searcher.step(room=2 * N_TRIALS)  # tells the results; each row's best re-runs at seed 2
     finish_all(store, sweep)
     expected = {}
-    views = store.trial_states(sweep)
+    views = trial_states(store, sweep)
     for row in ("base", "h=1"):
         done = [v for v in views if v.row == row and v.state == "done" and v.trial.search["phase"] == "search"]
         best = min(done, key=lambda v: v.metrics["val/ppl"])

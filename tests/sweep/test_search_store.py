@@ -31,7 +31,9 @@ from ablate.cli import main
 from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.spec import Sweep, load_sweep, trial_id
 from ablate.sweep.launch.base import Launcher
-from ablate.sweep.plan.search import Searcher, best_per_row, materialize, study_name, tuned_views
+from ablate.sweep.plan import trial_states
+from ablate.sweep.plan.search import Searcher, materialize, study_name
+from ablate.sweep.plan.search_results import best_per_row, tuned_views
 from ablate.sweep.store.state import Attempt
 from ablate.sweep.store.store import SweepStore
 
@@ -260,7 +262,7 @@ def test_materialize_best_per_row_and_tuned_views(played: Played) -> None:
     assert numbers == [0, 1, 2, 3] * 2  # each row's trials in the order they were sampled
     assert sorted(t.seed for t in full.trials[:6]) == [1, 1, 1, 1, 2, 3]
 
-    views = store.trial_states(sweep)  # materialized too
+    views = trial_states(store, sweep)  # materialized too
     assert [v.trial_id for v in views] == [t.trial_id for t in full.trials]
     assert sorted(v.state for v in views) == ["done"] * 10 + ["failed", "pruned"]
     best = best_per_row(sweep.search, views)
@@ -282,7 +284,7 @@ def test_status_shows_the_best_per_row(played: Played, capsys: pytest.CaptureFix
     out = capsys.readouterr().out
     assert "search: val/ppl (minimize), 4 trials per row" in out
     lines = {ln.split()[0]: ln for ln in out.splitlines() if "sampled" in ln}
-    best = best_per_row(played.sweep.search, played.store.trial_states(played.sweep))
+    best = best_per_row(played.sweep.search, trial_states(played.store, played.sweep))
     for row, counts in (("base", "4/4 sampled (3 done, 1 pruned, 0 running)"),
                         ("h=1", "4/4 sampled (3 done, 0 pruned, 0 running, 1 failed)")):  # fmt: skip
         assert counts in lines[row], lines[row]
@@ -310,7 +312,7 @@ def test_row_studies_read_back_through_optunas_public_api(played: Played, store_
         assert len(complete) == 3 and study.best_value == min(t.value for t in complete)
         assert (
             study.best_trial.user_attrs["ablate_id"]
-            == best_per_row(played.sweep.search, played.store.trial_states(played.sweep))[row].best_id
+            == best_per_row(played.sweep.search, trial_states(played.store, played.sweep))[row].best_id
         )
 
 

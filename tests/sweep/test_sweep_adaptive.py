@@ -13,6 +13,7 @@ from ablate.cli import main
 from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.seeds_spec import AdaptiveSeeds, read_adaptive
 from ablate.sweep.file.spec import load_sweep
+from ablate.sweep.plan import trial_states
 from ablate.sweep.plan.adaptive import look, rows_to_extend
 from ablate.sweep.store.store import SweepStore
 
@@ -130,7 +131,7 @@ EXPECTED = {"base": [1, 2, 3, 4], "clear": [1, 2], "noisy": [1, 2, 3, 4]}
 def _seeds_run(path) -> dict[str, list[int]]:
     sweep = load_sweep(path)
     seeds: dict[str, list[int]] = {}
-    for v in SweepStore.for_sweep(sweep).trial_states(sweep):
+    for v in trial_states(SweepStore.for_sweep(sweep), sweep):
         assert v.state == "done", (v.row, v.seed, v.state)
         seeds.setdefault(v.row, []).append(v.seed)
     return {r: sorted(s) for r, s in seeds.items()}

@@ -12,6 +12,7 @@ import pytest
 
 from ablate.cli import main
 from ablate.sweep.file.spec import load_sweep
+from ablate.sweep.plan import trial_states
 from ablate.sweep.store.store import SweepStore
 
 
@@ -292,7 +293,7 @@ def test_a_renamed_sweep_file_says_so_and_reuses_finished_trials_on_request(writ
     assert main(["sweep", str(new), "--reuse", "old"]) == 0
     out = capsys.readouterr().out
     assert "reused 1 finished trial(s) of sweep 'old'" in out
-    views = SweepStore.for_sweep(load_sweep(new)).trial_states(load_sweep(new))
+    views = trial_states(SweepStore.for_sweep(load_sweep(new)), load_sweep(new))
     assert sorted(v.state for v in views) == ["done", "done"]
     assert views[0].metrics["val/ppl"] == 7.0  # the reused result, not trained again
     assert main(["sweep", str(new), "--reuse", "nope"]) == 2

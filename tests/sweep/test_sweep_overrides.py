@@ -13,6 +13,7 @@ from sweep_harness import calls
 
 from ablate.cli import main
 from ablate.sweep.loader import load_results, open_sweep
+from ablate.sweep.plan import trial_states
 from ablate.sweep.store.store import SweepStore
 
 ROWS = [
@@ -81,4 +82,4 @@ def test_a_store_written_before_overrides_were_recorded_reads_as_none(write_swee
     opened.store.storage.set_study_user_attr(opened.store._study_id, "overrides", None)  # an older store
     assert opened.store.recorded_overrides() is None
     again = open_sweep(path)
-    assert again.notes == () and [v.state for v in again.store.trial_states(again.sweep)] == ["waiting"]
+    assert again.notes == () and [v.state for v in trial_states(again.store, again.sweep)] == ["waiting"]

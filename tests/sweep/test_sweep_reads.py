@@ -10,6 +10,7 @@ import time
 import pytest
 
 from ablate.sweep.file.spec import load_sweep
+from ablate.sweep.plan import trial_states
 from ablate.sweep.store.store import SweepStore
 
 ROWS = [{"name": f"r{i}", "group": "A", "overrides": [f"model.d_ff={16 + i}"]} for i in range(6)]
@@ -87,7 +88,7 @@ def test_a_heartbeat_updates_the_attempt_in_place_and_keeps_the_views(write_swee
     sweep, mine, other = _stores(write_sweep, "sql")
     sid = mine.attempts()[0].storage_id
     assert other.claim(sid, "x")
-    views = mine.trial_states(sweep)
+    views = trial_states(mine, sweep)
     running = views[0].latest
     assert running.state == "RUNNING" and mine.reader.memo("views", sweep, lambda: None) is views
     generation = mine.reader.generation
@@ -95,9 +96,9 @@ def test_a_heartbeat_updates_the_attempt_in_place_and_keeps_the_views(write_swee
     other.beat(sid)
     beat = next(a for a in mine.attempts() if a.storage_id == sid)
     assert beat is running and beat.attrs["heartbeat"] == other.get(sid).attrs["heartbeat"]
-    assert mine.reader.generation == generation and mine.trial_states(sweep) is views  # nothing rebuilt
+    assert mine.reader.generation == generation and trial_states(mine, sweep) is views  # nothing rebuilt
     other.finish(sid, {"val/ppl": 2.0})
-    assert mine.trial_states(sweep)[0].state == "done" and mine.reader.generation > generation
+    assert trial_states(mine, sweep)[0].state == "done" and mine.reader.generation > generation
 
 
 def test_a_pass_reads_once_until_this_process_writes(write_sweep, mode):

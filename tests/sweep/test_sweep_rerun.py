@@ -18,6 +18,7 @@ from ablate.report.commands import JSON_NAME, PLOT_NAME, load_table
 from ablate.report.render import render
 from ablate.report.wandb_summary import SUMMARY_RECORD, table_hash
 from ablate.sweep.loader import open_sweep
+from ablate.sweep.plan import trial_states
 
 HEAVY = ("torch", "lightning", "pytorch_lightning", "matplotlib", "wandb")
 ROWS = [{"name": f"r{i}", "group": "A", "overrides": [f"model.d_ff={16 * (i + 1)}"]} for i in range(3)]
@@ -27,7 +28,7 @@ def _finish_every_trial(path: Path) -> None:
     opened = open_sweep(path, writing=True)
     store = opened.store
     store.sync(opened.sweep)
-    for v in store.trial_states(opened.sweep):
+    for v in trial_states(store, opened.sweep):
         a = v.attempts[-1]
         assert store.claim(a.storage_id, "test")
         store.finish(a.storage_id, {"val/ppl": 5.0 + v.seed, "val/bleu": 20.0, "params": 1234})
@@ -62,6 +63,6 @@ def test_a_rerun_of_a_finished_sweep_launches_nothing_and_imports_no_torch_or_wa
     assert "sweep t: 6 done, 0 failed, 0 waiting, 0 running" in out
     assert "table and plot unchanged" in out
     assert "results unchanged since the last one (earlier-run), not logged again" in out
-    results = open_sweep(path).store.trial_states(open_sweep(path).sweep)
+    results = trial_states(open_sweep(path).store, open_sweep(path).sweep)
     assert [len(v.attempts) for v in results] == [1] * 6 and all(v.state == "done" for v in results)
     assert all(calls(v.run_dir) == [] for v in results)  # no worker ran

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from ablate.sweep.file.spec import load_sweep
+from ablate.sweep.plan import trial_states
 from ablate.sweep.store.state import TrialView, decide
 from ablate.sweep.store.store import SweepStore, store_url
 
@@ -50,7 +51,7 @@ def test_claim_is_atomic_and_only_the_holder_reenters(write_sweep, store):
     assert done.state == "COMPLETE" and done.attrs["metrics"] == {"val/ppl": 3.5, "val/bleu": 20.0}
     assert not st.claim(a.storage_id, "tok-1")
     assert decide(st.by_trial()[a.ablate_id])[0] == "done"
-    (view,) = st.trial_states(sweep)
+    (view,) = trial_states(st, sweep)
     assert view.state == "done" and view.metrics["val/ppl"] == 3.5 and view.n_attempts == 1
 
 
@@ -120,7 +121,7 @@ def test_racing_claims_of_one_trial_have_one_winner(write_sweep, store):
 def test_trial_states_are_one_view_of_the_attempts(write_sweep):
     sweep = load_sweep(write_sweep(rows=ROWS[:4]))
     st = SweepStore.for_sweep(sweep)
-    assert [v.state for v in st.trial_states(sweep)] == ["waiting"] * 4  # no store yet: nothing created
+    assert [v.state for v in trial_states(st, sweep)] == ["waiting"] * 4  # no store yet: nothing created
     assert not st.exists()
     st.sync(sweep)
     done, failed, running, _ = (st.by_trial()[t.trial_id][0] for t in sweep.trials)
@@ -128,7 +129,7 @@ def test_trial_states_are_one_view_of_the_attempts(write_sweep):
         assert st.claim(a.storage_id, "t")
     st.finish(done.storage_id, {"val/ppl": 4.0, "params": 77})
     st.fail(failed.storage_id, "loss became NaN at step 3", "diverged")
-    views = st.trial_states(sweep)
+    views = trial_states(st, sweep)
     assert [v.state for v in views] == ["done", "failed", "running", "waiting"]
     assert views[0].metrics == {"val/ppl": 4.0, "params": 77} and views[0].params == 77
     assert views[1].failure == "loss became NaN at step 3" and views[1].metrics == {}

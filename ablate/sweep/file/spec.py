@@ -123,6 +123,10 @@ class Sweep:
         """Trials that stand for the sweep's configs: its trials, or a search sweep's row templates."""
         return self.trials + self.templates
 
+    def study_records(self) -> dict[str, Any]:
+        """What the store keeps of the file beyond its trials, for the workers: a search's spec."""
+        return {"search": self.search.record()} if self.search is not None else {}
+
 
 # ----------------------------------------------------------------------------------------------
 # Locating the file

@@ -23,6 +23,7 @@ from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.expand import unknown_key
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.launch.progress import ProgressView
+from ablate.sweep.plan import SweepPlan, trial_states
 from ablate.sweep.store.state import FINAL_KINDS, NO_AUTO_RETRY, Attempt, TrialView, count
 from ablate.sweep.store.store import SweepStore
 
@@ -83,7 +84,7 @@ class Launcher:
     # -- the loop -------------------------------------------------------------------------------
     def trials(self) -> list[TrialView]:
         """The sweep's trials as the store sees them now (the one trial-state view)."""
-        return self.store.trial_states(self.sweep)
+        return self.store_views(self.sweep)
 
     def active(self) -> list[Attempt]:
         """Attempts of this sweep's trials that are WAITING or RUNNING."""
@@ -139,19 +140,10 @@ class Launcher:
         """Drive the sweep to the end (or, detached, until everything is submitted)."""
         created = self.store.sync(self.sweep)
         view = view or ProgressView(self.sweep)
-        if self.sweep.search is not None:
-            from ablate.sweep.plan.search import Searcher
-
-            self.searcher = Searcher(self.sweep, self.store)
-            s = self.sweep.search
-            view.note(
-                f"store {self.store.url}: search of {len(self.sweep.rows)} row(s), {s.n_trials} trials each "
-                f"({s.sampler} sampler, {s.pruner} pruner, {s.metric} {s.direction})"
-            )
-        else:
-            view.note(f"store {self.store.url}: {len(created)} new trial(s), {len(self.sweep.trials)} in the sweep")
-        if self.sweep.adaptive is not None:
-            self._start_seeder(view)
+        self.plan = SweepPlan(self.sweep, self.store)
+        for line in self.plan.start(created):
+            view.note(line)
+        self.sweep = self.plan.sweep
         self.retry_failed(first=True)
         stop = self._stop = _StopOnCtrlC()
         try:
@@ -165,46 +157,21 @@ class Launcher:
         view.close()
         return count(self.trials())
 
-    searcher: Any = None  # a search sweep's Searcher (ablate.sweep.plan.search), set by run()
-    _row_costs: dict[str, float] | None = None  # a search's rows by training FLOPs (costliest sampled first)
+    plan: SweepPlan | None = None  # what runs next (ablate.sweep.plan), set by run()
 
-    def _sample(self, view: ProgressView) -> bool:
-        """A search: tell results and sample new trials into free room; whether more may come."""
-        if self.searcher is None:
-            return False
+    def _step_plan(self, view: ProgressView) -> bool:
+        """The plan's pass: it may add trials into free room; whether more may come."""
+        assert self.plan is not None
         room = self.capacity() - len(self.active())
-        if room <= 0:  # every slot busy: nothing to ask; results are told at the first pass a trial ends
-            return bool(self.searcher.more)
-        if self._row_costs is None:
-            from ablate.sweep.plan.cost import estimate
-
-            self._row_costs = {t.row: float(estimate(self.sweep, t)["flops"] or 0.0) for t in self.sweep.templates}
-        for line in self.searcher.step(room, self._row_costs):
+        notes, more = self.plan.step(room, lambda sweep: self.store_views(sweep))
+        for line in notes:
             view.note(line)
-        self.sweep = self.searcher.sweep
-        return bool(self.searcher.more)
+        self.sweep = self.plan.sweep
+        return more
 
-    seeder: Any = None  # an adaptive-seeds sweep's SeedScheduler (ablate.sweep.plan.adaptive), set by run()
-
-    def _start_seeder(self, view: ProgressView) -> None:
-        """An adaptive sweep: the seeds added by an earlier controller join the sweep, then the scheduler."""
-        from ablate.sweep.plan.adaptive import SeedScheduler, materialize_seeds
-
-        self.sweep = materialize_seeds(self.sweep, {aid: a[0].attrs for aid, a in self.store.by_trial().items() if a})
-        self.seeder = SeedScheduler(self.sweep, self.store)
-        spec = self.sweep.adaptive
-        view.note(
-            f"seeds: {spec.start} per row, up to {spec.max} while a row is undecided (each look at alpha/{spec.looks})"
-        )
-
-    def _more_seeds(self, view: ProgressView) -> bool:
-        """An adaptive sweep at a look: the undecided rows' next seeds; whether more may come."""
-        if self.seeder is None:
-            return False
-        for line in self.seeder.step(self.trials()):
-            view.note(line)
-        self.sweep = self.seeder.sweep
-        return bool(self.seeder.more)
+    def store_views(self, sweep: Sweep) -> list[TrialView]:
+        """The trials of ``sweep`` as the store sees them now (with what its plans added)."""
+        return trial_states(self.store, sweep)
 
     def wait(self, seconds: float) -> None:
         """Sleep between passes, in slices, so a Ctrl-C (:meth:`stopping`) ends the wait within a
@@ -236,17 +203,17 @@ class Launcher:
     _stop: _StopOnCtrlC | None = None  # set while run() drives the loop
 
     def _loop(self, detach: bool, view: ProgressView, stop: _StopOnCtrlC) -> None:
-        settled = False  # a search: one more pass after the last trial ends, to tell its result
+        settled = False  # a plan that settles (a search): one more pass after the last trial ends, to tell it
         while True:
             with self.store.reader.pass_snapshot():  # one read of the store for the whole pass
                 active, more = self._pass(view, stop)
             if detach:
                 return
             if not active and not self.busy() and not more:
-                # A search tells results in _sample, before this read: a trial that ended in between
+                # A search tells results in the plan's step, before this read: a trial that ended in between
                 # would stay RUNNING in its row study (seen on SLURM, where trials end at any time).
                 # One more pass tells it, and makes the best re-runs if the row's search just ended.
-                if self.searcher is None or settled:
+                if self.plan is None or not self.plan.settles or settled:
                     return
                 settled = True
                 continue
@@ -254,7 +221,7 @@ class Launcher:
             self.wait(self._idle_s(self._last_trials))
 
     def _pass(self, view: ProgressView, stop: _StopOnCtrlC) -> tuple[bool, bool]:
-        """One look at the store and what follows from it: (trials still active, a search has more)."""
+        """One look at the store and what follows from it: (trials still active, the plan may add more)."""
         stop.check()
         self.poll()
         grace = float(self.sweep.heartbeat["grace_s"])
@@ -263,7 +230,7 @@ class Launcher:
         for line in self.retry_failed(first=False):
             view.note(line)
         stop.check()  # not after a Ctrl-C that came while reaping: nothing new may start then
-        more = self._sample(view) or self._more_seeds(view)
+        more = self._step_plan(view)
         self.start(self.waiting())
         trials = self._last_trials = self.trials()
         view.update(trials)

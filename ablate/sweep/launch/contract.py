@@ -32,6 +32,7 @@ from typing import Any
 from ablate.errors import ContractError
 from ablate.sweep.launch.progress import ProgressView
 from ablate.sweep.launch.registry import LAUNCHERS
+from ablate.sweep.plan import trial_states
 
 TRIAL_FN = "ablate.sweep.launch.contract:contract_trial"
 ROWS = ("done", "fails", "vanishes")
@@ -188,7 +189,7 @@ def run_sweep(name: str, folder: Path, options: Mapping[str, Any] | None = None,
         error = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
         with contextlib.suppress(Exception):
             launcher.shutdown()  # stop what it started (local: its workers)
-    trials = {v.row: v for v in store.trial_states(sweep)}
+    trials = {v.row: v for v in trial_states(store, sweep)}
     return Outcome(name, counts, trials, error, time.monotonic() - t0, view.lines)
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from ablate.sweep.file.seeds_spec import AdaptiveSeeds
 from ablate.sweep.file.spec import Sweep, Trial, seed_trial
+from ablate.sweep.plan.base import PLANS, Plan
 
 
 def base_row(rows: Sequence[str], groups: Mapping[str, str], papers: Mapping[str, Any]) -> str:
@@ -84,22 +85,41 @@ def materialize_seeds(sweep: Sweep, trial_rows: Mapping[str, Mapping[str, Any]])
     return replace(sweep, trials=tuple(sorted((*sweep.trials, *added), key=lambda t: (t.order, t.seed))))
 
 
-class SeedScheduler:
-    """The controller's side: at each look, the next seeds as new trials of the sweep (stored)."""
+@PLANS.register("seeds")
+class SeedsPlan(Plan):
+    """``seeds: {start, max, until}``: at each look, the next seeds of the undecided rows as new trials."""
+
+    order = 10  # after a search: seeds are added to the rows as the search left them
 
     def __init__(self, sweep: Sweep, store: Any, alpha: float = 0.05) -> None:
-        assert sweep.adaptive is not None
-        self.sweep, self.store, self.alpha = sweep, store, alpha
-        self.more = True
+        super().__init__(sweep, store)
+        self.alpha = alpha
 
-    def step(self, views: Sequence[Any]) -> list[str]:
+    @staticmethod
+    def applies(sweep: Sweep) -> bool:
+        return sweep.adaptive is not None
+
+    @staticmethod
+    def materialize(sweep: Sweep, by_trial: Mapping[str, Sequence[Any]]) -> Sweep:
+        return materialize_seeds(sweep, {aid: a[0].attrs for aid, a in by_trial.items() if a})
+
+    def start(self, created: Sequence[Any]) -> list[str]:
+        """The seeds an earlier controller added join the sweep first."""
+        self.sweep = self.materialize(self.sweep, self.store.by_trial())
+        spec = self.sweep.adaptive
+        assert spec is not None
+        return [
+            f"seeds: {spec.start} per row, up to {spec.max} while a row is undecided (each look at alpha/{spec.looks})"
+        ]
+
+    def step(self, room: int, trials: Sequence[Any]) -> list[str]:
         """Nothing while a trial is waiting or running; at a look, add the next seeds (or end)."""
-        if any(v.state in ("waiting", "running") for v in views):
+        if any(v.state in ("waiting", "running") for v in trials):
             return []
         spec = self.sweep.adaptive
         assert spec is not None
         by_row: dict[str, dict[int, float]] = {r: {} for r in self.sweep.rows}
-        for v in views:
+        for v in trials:
             ppl = v.metrics.get("val/ppl")
             if v.state == "done" and isinstance(ppl, (int, float)) and ppl > 0:
                 by_row[v.row][v.seed] = float(ppl)

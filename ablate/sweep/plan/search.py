@@ -35,6 +35,7 @@ from typing import Any
 from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.search_spec import SearchSpec
 from ablate.sweep.file.spec import Sweep, Trial, sample_trial
+from ablate.sweep.plan.base import PLANS, Plan
 from ablate.sweep.store.state import FINAL_KINDS, Attempt, TrialView, decide
 
 SEARCH_ATTR = "search"
@@ -328,58 +329,38 @@ class Searcher:
         return [f"{r.row}: search done; best #{r.best.number} re-runs at seeds {list(seeds)}"] if made else []
 
 
-# ----------------------------------------------------------------------------------------------
-# Reading a search: each row at its best configuration
-# ----------------------------------------------------------------------------------------------
+@PLANS.register("search")
+class SearchPlan(Plan):
+    """A ``search:`` block: each row's trials sampled by its own Optuna study while the sweep runs."""
 
+    settles = True  # a trial that ended after the last tell is told at one more pass (then the best re-runs)
 
-def _value(v: TrialView, metric: str) -> float | None:
-    value = v.metrics.get(metric)
-    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+    def __init__(self, sweep: Sweep, store: Any) -> None:
+        super().__init__(sweep, store)
+        self.searcher = Searcher(sweep, store)
+        self._row_costs: dict[str, float] | None = None  # rows by training FLOPs (costliest sampled first)
 
+    @staticmethod
+    def applies(sweep: Sweep) -> bool:
+        return sweep.search is not None
 
-@dataclass
-class RowBest:
-    row: str
-    trials: int  # search trials of the row (not the final re-runs)
-    done: int
-    pruned: int
-    running: int
-    failed: int
-    best_value: float | None
-    best_params: dict[str, Any]
-    best_id: str | None
+    materialize = staticmethod(materialize)
 
+    def start(self, created: Sequence[Any]) -> list[str]:
+        s = self.searcher.spec
+        return [
+            f"store {self.store.url}: search of {len(self.sweep.rows)} row(s), {s.n_trials} trials each "
+            f"({s.sampler} sampler, {s.pruner} pruner, {s.metric} {s.direction})"
+        ]
 
-def best_per_row(spec: SearchSpec, views: Sequence[TrialView]) -> dict[str, RowBest]:
-    """Per row: counts of its search trials and its best one (by the search metric and direction)."""
-    out: dict[str, RowBest] = {}
-    for v in views:
-        if v.trial.search.get("phase") != "search":
-            continue
-        rb = out.setdefault(v.row, RowBest(v.row, 0, 0, 0, 0, 0, None, {}, None))
-        rb.trials += 1
-        key = {"done": "done", "pruned": "pruned", "running": "running", "waiting": "running"}.get(v.state, "failed")
-        setattr(rb, key, getattr(rb, key) + 1)
-        value = _value(v, spec.metric) if v.state == "done" else None
-        if value is None:
-            continue
-        lower = spec.direction == "minimize"
-        if rb.best_value is None or (value < rb.best_value if lower else value > rb.best_value):
-            rb.best_value, rb.best_params, rb.best_id = value, dict(v.trial.search.get("params") or {}), v.trial_id
-    return out
+    def step(self, room: int, trials: Sequence[TrialView]) -> list[str]:
+        """Tell results and sample new trials into ``room`` (none: every slot busy; told when one ends)."""
+        if room <= 0:
+            return []
+        if self._row_costs is None:
+            from ablate.sweep.plan.cost import estimate
 
-
-def tuned_views(spec: SearchSpec, views: Sequence[TrialView]) -> list[TrialView]:
-    """Each row at its best configuration: the best search trial and its re-runs at other seeds."""
-    best = best_per_row(spec, views)
-    out = []
-    for v in views:
-        rb = best.get(v.row)
-        if rb is None or rb.best_id is None:
-            continue
-        if v.trial_id == rb.best_id or (
-            v.trial.search.get("phase") == "final" and v.trial.search.get("params") == rb.best_params
-        ):
-            out.append(v)
-    return out
+            self._row_costs = {t.row: float(estimate(self.sweep, t)["flops"] or 0.0) for t in self.sweep.templates}
+        notes = self.searcher.step(room, self._row_costs)
+        self.sweep, self.more = self.searcher.sweep, self.searcher.more
+        return notes

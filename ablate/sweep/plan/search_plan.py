@@ -142,7 +142,7 @@ def print_search_plan(sweep: Sweep, as_json: bool) -> int:
 
 def search_status_lines(sweep: Sweep, trials: Sequence[TrialView]) -> list[str]:
     """Per row: search trials done / pruned / running / failed of n_trials, and the best so far."""
-    from ablate.sweep.plan.search import best_per_row
+    from ablate.sweep.plan.search_results import best_per_row
 
     spec = sweep.search
     assert spec is not None

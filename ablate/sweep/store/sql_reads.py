@@ -19,7 +19,7 @@ A trial seen for the first time, or finished since the last read, has all its at
 Attempts are kept between reads as objects: an attempt whose state is unchanged is the same object,
 its changed attributes updated in place, so whatever holds it (a trial view) sees them. A new attempt
 or a change of state makes new objects and raises :attr:`TableReader.generation`: views built from
-the attempts are rebuilt only then (:meth:`ablate.sweep.store.store.SweepStore.trial_states`).
+the attempts are rebuilt only then (:func:`ablate.sweep.plan.trial_states`).
 
 The two tables and their columns (trial_id, number, study_id, state; trial_id, key, value_json) are
 Optuna's storage schema, which its migrations have kept since version 1. A statement that fails on

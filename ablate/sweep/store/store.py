@@ -18,7 +18,8 @@ before they were recorded, which reads as none) and, for a search, ``search`` (i
 read the metric and the pruner from it).
 
 What a trial's attempts amount to (done / pruned / running / waiting / failed) is decided in one place,
-:mod:`ablate.sweep.store.state`; :meth:`SweepStore.trial_states` gives that view for a whole sweep.
+:mod:`ablate.sweep.store.state`; :func:`ablate.sweep.plan.trial_states` gives that view for a whole
+sweep, with the trials its plans added. The store returns attempts and knows no policy.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from ablate.sweep.file.spec import Sweep, SweepFile, Trial
 from ablate.sweep.store.location import file_of, store_url
 from ablate.sweep.store.opening import open_store, optuna_storage, read_study_attrs
 from ablate.sweep.store.reads import AttemptReader, by_trial
-from ablate.sweep.store.state import IDENTITY_ATTRS, Attempt, TrialView, views
+from ablate.sweep.store.state import IDENTITY_ATTRS, Attempt
 
 OVERRIDES_ATTR = "overrides"  # study user attribute: command-line overrides of the last `ablate sweep`
 
@@ -134,14 +135,6 @@ class SweepStore:
         attempts = self.attempts()
         return self.reader.memo("by_trial", None, lambda: by_trial(attempts))
 
-    def trial_states(self, sweep: Sweep) -> list[TrialView]:
-        """Every trial of the sweep file with its state (read-only: no store yet = all waiting).
-
-        A search sweep's trials are those sampled so far (:func:`ablate.sweep.plan.search.materialize`), an
-        adaptive one's also the seeds its controller added (:func:`ablate.sweep.plan.adaptive.materialize_seeds`)."""
-        attempts = self.by_trial() if self.exists() else {}
-        return self.reader.memo("views", sweep, lambda: _views(sweep, attempts))
-
     def study_attrs(self) -> dict[str, Any]:
         self._open(create=False)
         if self._storage is None and self._engine is not None:
@@ -169,8 +162,7 @@ class SweepStore:
             "import_path": str(sweep.path.parent),
             "heartbeat": dict(sweep.heartbeat),
         }
-        if sweep.search is not None:  # what a search trial's worker needs to prune (ablate.sweep.plan.pruning)
-            attrs["search"] = sweep.search.record()
+        attrs.update(sweep.study_records())  # e.g. a search's spec: its workers read the pruner there
         have_attrs = self.study_attrs()
         for key, value in attrs.items():
             if key not in have_attrs or _json(have_attrs[key]) != _json(value):  # a rerun: no write (commit)
@@ -335,18 +327,6 @@ class SweepStore:
                 self.fail(a.storage_id, reason, "stale")
                 reaped.append(self.get(a.storage_id))
         return reaped
-
-
-def _views(sweep: Sweep, by_trial: dict[str, list[Attempt]]) -> list[TrialView]:
-    if sweep.search is not None:
-        from ablate.sweep.plan.search import materialize
-
-        sweep = materialize(sweep, by_trial)
-    if sweep.adaptive is not None:  # the seeds its controller added
-        from ablate.sweep.plan.adaptive import materialize_seeds
-
-        sweep = materialize_seeds(sweep, {aid: a[0].attrs for aid, a in by_trial.items() if a})
-    return views(sweep, by_trial)
 
 
 def _json(value: Any) -> str:

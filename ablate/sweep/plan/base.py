@@ -1,0 +1,54 @@
+"""The one interface of the plan room: what a sweep runs next, and the registry of the policies.
+
+A *plan* decides which trials a sweep has. The grid's are all in the sweep file; a search samples its
+trials while it runs; adaptive seeds add seeds to the rows still undecided. The launcher holds one
+:class:`~ablate.sweep.plan.plans.SweepPlan` (the plans that apply to the sweep, in ``order``) and
+calls it at every controller pass; it never asks which policy it holds. Everything that reads a
+sweep's trials (``status``, the table, a resumed controller) sees the trials the plans added through
+:meth:`Plan.materialize`, computed from the store alone, so a killed controller loses nothing.
+
+A new policy (say, successive halving over rows) is one file in ``ablate/sweep/plan/``: a subclass of
+:class:`Plan` registered in :data:`PLANS`, imported by :mod:`ablate.sweep.plan.plans`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ablate.registry import Registry
+from ablate.sweep.file.spec import Sweep
+from ablate.sweep.store.state import Attempt, TrialView
+
+PLANS: Registry = Registry("plan", "what a sweep runs next (the sweep file's blocks choose)")
+
+
+class Plan:
+    """A policy for what to run next; subclasses say when they apply and what they add."""
+
+    order: int = 0  # plans that apply together materialize and step in this order (lowest first)
+    settles: bool = False  # wants one more pass after the last trial ends (to tell its result)
+
+    def __init__(self, sweep: Sweep, store: Any) -> None:
+        self.sweep, self.store = sweep, store
+        self.more = True  # whether a later step may still add trials
+
+    @staticmethod
+    def applies(sweep: Sweep) -> bool:
+        """Whether this policy runs for ``sweep`` (its sweep file asked for it)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def materialize(sweep: Sweep, by_trial: Mapping[str, Sequence[Attempt]]) -> Sweep:
+        """``sweep`` with the trials this policy added so far, as the store records them."""
+        return sweep
+
+    def start(self, created: Sequence[Any]) -> list[str]:
+        """Called once before the first pass (``created``: the trials the store just made); notes."""
+        return []
+
+    def step(self, room: int, trials: Sequence[TrialView]) -> list[str]:
+        """One controller pass: add trials (``room``: how many more may run now); notes for the user.
+        Sets :attr:`more` and :attr:`sweep` (with the trials it added)."""
+        self.more = False
+        return []

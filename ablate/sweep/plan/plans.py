@@ -1,0 +1,67 @@
+"""The plans a sweep runs under, as one: what the launcher holds and what every reader of trials uses.
+
+:class:`SweepPlan` composes the registered plans that apply to a sweep (the grid or a search, then
+adaptive seeds), in their ``order``; :func:`trial_states` is the one view of a sweep's trials with
+what its plans added (``status``, the table, the launcher all read it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ablate.sweep.file.spec import Sweep
+from ablate.sweep.plan.adaptive import SeedsPlan
+from ablate.sweep.plan.base import PLANS, Plan
+from ablate.sweep.plan.grid import GridPlan
+from ablate.sweep.plan.search import SearchPlan
+from ablate.sweep.store.state import Attempt, TrialView, views
+
+BUILT_IN = (GridPlan, SearchPlan, SeedsPlan)  # registered in PLANS as they are imported here
+
+
+def plan_classes(sweep: Sweep) -> list[type[Plan]]:
+    """The registered plans that apply to ``sweep``, in the order they materialize and step."""
+    found = [PLANS.get(name) for name in PLANS.names()]
+    return sorted((cls for cls in found if cls.applies(sweep)), key=lambda cls: cls.order)
+
+
+def materialize(sweep: Sweep, by_trial: Mapping[str, Sequence[Attempt]]) -> Sweep:
+    """``sweep`` with every trial its plans added so far (from the store's attempts alone)."""
+    for cls in plan_classes(sweep):
+        sweep = cls.materialize(sweep, by_trial)
+    return sweep
+
+
+def trial_states(store: Any, sweep: Sweep) -> list[TrialView]:
+    """Every trial of the sweep with its state (read-only: no store yet = all waiting), the trials its
+    plans added included (a search's samples, adaptive seeds)."""
+    attempts = store.by_trial() if store.exists() else {}
+    return store.reader.memo("views", sweep, lambda: views(materialize(sweep, attempts), attempts))
+
+
+class SweepPlan:
+    """The plans of one sweep as one plan: the launcher's only view of what runs next."""
+
+    def __init__(self, sweep: Sweep, store: Any) -> None:
+        self.sweep = sweep
+        self.plans = [cls(sweep, store) for cls in plan_classes(sweep)]
+        self.settles = any(p.settles for p in self.plans)
+
+    def start(self, created: Sequence[Any]) -> list[str]:
+        notes = []
+        for p in self.plans:
+            notes += p.start(created)
+            self.sweep = p.sweep
+        return notes
+
+    def step(self, room: int, read: Callable[[Sweep], Sequence[TrialView]]) -> tuple[list[str], bool]:
+        """One pass: each plan in turn until one may still add trials; (notes, whether more may come).
+        ``read`` gives the trials of a sweep as the store has them now (one read a pass, memoized)."""
+        notes: list[str] = []
+        for p in self.plans:
+            notes += p.step(room, read(self.sweep))
+            self.sweep = p.sweep
+            if p.more:
+                return notes, True
+        return notes, False
