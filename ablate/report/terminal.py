@@ -104,7 +104,7 @@ def _fit(widths: list[int]) -> list[int]:
 
 
 def _widths(headers: list[str], body: list[list[str]]) -> list[int]:
-    return [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
+    return [max([len(h), *(len(r[i]) for r in body)]) for i, h in enumerate(headers)]
 
 
 def _published_column(headers: list[str], body: list[list[str]], table: Table3) -> bool:
@@ -137,9 +137,9 @@ def _tuned_column(headers: list[str], body: list[list[str]], table: Table3) -> b
 def _tuned_list(table: Table3, params: bool) -> list[str]:
     """A search table's rows again, each with its best trial (its number in the row's study and value),
     its search's counts and, when the table had no room for a "tuned" column, the best params."""
-    if table.search is None:
+    rows = [r for r in table.rows if r.search is not None] if table.search is not None else []
+    if not rows:  # not a search, or none of its rows has a trial yet
         return []
-    rows = [r for r in table.rows if r.search is not None]
     heads = ["tuned", "best", table.search.metric, "search"] + (["params"] if params else [])
     cells = [
         [

@@ -161,3 +161,16 @@ def test_a_rerun_with_the_same_results_does_not_redraw(sweep_file: Path, fake_re
     png.unlink()  # a missing plot is drawn again
     print_summary(sweep, log_wandb=False)
     assert "plot written to" in capsys.readouterr().out and png.is_file()
+
+
+def test_table_of_a_search_before_any_trial_ran(tmp_path: Path, capsys) -> None:
+    """The project's tuned sweep, nothing run: every row waiting, and no list of best trials (it raised
+    a TypeError on the empty list: ``max`` of one width)."""
+    (tmp_path / "sweeps").mkdir()
+    (tmp_path / "experiments").symlink_to(ROOT / "experiments")
+    path = tmp_path / "sweeps" / "tuned.yaml"
+    shutil.copy(ROOT / "sweeps" / "table3-mini-tuned.yaml", path)
+    assert main(["table", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "waiting" in out or "wait)" in out
+    assert not any(line.startswith("tuned ") for line in out.splitlines())  # no list of best trials
