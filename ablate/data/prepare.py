@@ -19,6 +19,9 @@ perplexity of a unigram model of the training targets), the report's "did the mo
 line; a folder prepared before it existed gets it computed and stored on first use
 (:meth:`Prepared.unigram_floor`). torch-free (the batching import is deferred), so the report can
 find a sweep's prepared data (:func:`find_prepared`) without loading torch.
+
+Why this file is long: the cache key, the lookup without torch and the build are one contract (what
+makes two preparations the same); split, each half would restate the other's assumptions.
 """
 
 from __future__ import annotations

@@ -9,10 +9,8 @@
 - :mod:`ablate.eval.evaluate`: one split end to end (:func:`evaluate_split`); ``ablate eval`` re-scores a
   run's checkpoint with it from :mod:`ablate.train.rerun` (it loads the LightningModule).
 - :mod:`ablate.eval.callback`: :class:`DevBleu`, dev BLEU during training as a Lightning callback.
-- :mod:`ablate.eval.significance`: paired bootstraps over dev sentences (the report's).
-- :mod:`ablate.eval.seeds`: tests over seeds (paired by seed, else Welch; equivalence).
-- :mod:`ablate.eval.correction`: Holm and Benjamini-Hochberg over a table's rows.
-- :mod:`ablate.eval.degeneracy`: hypotheses collapsed into repetition or nothing.
+Statistics over runs (seed tests, bootstraps, corrections, degeneracy) are not here: they live in
+:mod:`ablate.stats`, which the report and the sweep use without touching a model.
 
-Only ``callback`` imports Lightning; the rest needs torch, sacreBLEU, numpy or scipy.
+Only ``callback`` imports Lightning; the rest needs torch or sacreBLEU.
 """

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ablate.eval.significance import Comparison
 from ablate.report.columns import paper_deviations
 from ablate.report.evidence import LEARNED_RATIO
 from ablate.report.fidelity import Fidelity
@@ -23,6 +22,7 @@ from ablate.report.learning import STILL_IMPROVING
 from ablate.report.paper import CITATION
 from ablate.report.published import published_legend
 from ablate.report.table import Evidence, ReportRow, Stat, Table3
+from ablate.stats.significance import Comparison
 
 MARKERS = {"waiting": "…", "running": "running", "failed": "failed"}
 SIGNIFICANT = "*"  # differs from base over seeds

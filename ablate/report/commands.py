@@ -21,13 +21,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ablate.eval.correction import CORRECTIONS, DEFAULT_CORRECTION
 from ablate.report.errors import ReportError
 from ablate.report.evidence import CACHE_NAME, attach_evidence
 from ablate.report.render import FORMATS, render
 from ablate.report.search_view import apply_search, table_views
 from ablate.report.table import DEFAULT_ALPHA, Table3, build_table
 from ablate.report.verdicts import decide, report_margins
+from ablate.stats.correction import CORRECTIONS, DEFAULT_CORRECTION
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.loader import open_sweep
 from ablate.sweep.plan import trial_states

@@ -6,8 +6,8 @@ a built :class:`~ablate.report.table.Table3`:
 * the **unigram floor** of the dev split (stored with the prepared data, :mod:`ablate.data.unigram`);
   a row whose dev PPL is not below 0.8 x the floor is marked *not learned* and its statistics withheld;
 * whether **BLEU is withheld** for the whole table: base BLEU < 1, or base's dev output degenerate
-  (:func:`ablate.eval.degeneracy.is_degenerate` over the dev hypotheses of its seeds);
-* a **paired bootstrap over dev sentences** per row and metric (:mod:`ablate.eval.significance`):
+  (:func:`ablate.stats.degeneracy.is_degenerate` over the dev hypotheses of its seeds);
+* a **paired bootstrap over dev sentences** per row and metric (:mod:`ablate.stats.significance`):
   BLEU on the saved dev hypotheses (``outputs/<split>.hyp``; the first sentences both sides decoded),
   PPL on the saved per-sentence NLL (``outputs/<split>.nll``; tokens = target length + 1).
 
@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from ablate.atomic import atomic_write_json
-from ablate.eval.degeneracy import degenerate_share, is_degenerate
-from ablate.eval.significance import DEFAULT_RESAMPLES, DEFAULT_SEED, Comparison, paired_bleu, paired_ppl
 from ablate.report.learning import attach_learning, base_chrf, translation_note
 from ablate.report.table import Evidence, ReportRow, Table3
 from ablate.rundir import RunDir
+from ablate.stats.degeneracy import degenerate_share, is_degenerate
+from ablate.stats.significance import DEFAULT_RESAMPLES, DEFAULT_SEED, Comparison, paired_bleu, paired_ppl
 
 LEARNED_RATIO = 0.8  # a row learned something when its dev PPL < LEARNED_RATIO x the unigram floor
 MIN_BASE_BLEU = 1.0  # below this, BLEU differences are noise around zero: BLEU figures are withheld

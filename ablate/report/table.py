@@ -8,7 +8,7 @@ Each sweep row (all seeds of one ``rows:`` entry) becomes a :class:`ReportRow`:
 * our dev PPL / BLEU as mean and sample std over the seeds that finished, the parameter count, and
   each row's delta against our base next to the paper's delta against its base;
 * how many of its trials are done, and which are still waiting, running or have failed;
-* how sure each delta is (docs/trust.md): the test over seeds (:mod:`ablate.eval.seeds`, through
+* how sure each delta is (docs/trust.md): the test over seeds (:mod:`ablate.stats.seeds`, through
   :func:`ablate.report.verdicts.decide`: paired by seed where row and base share >= 2 seeds, else
   Welch's with n >= 2 on both sides), the paired bootstraps over dev sentences and the "learned nothing" checks
   attached afterwards by :mod:`ablate.report.evidence` (they read the run directories).
@@ -23,13 +23,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ablate.eval.seeds import SeedComparison
-from ablate.eval.significance import Comparison
 from ablate.report.columns import OTHER_KEY, other_changes, slot_settings, table_columns
 from ablate.report.errors import ReportError
 from ablate.report.paper import PAPER, PaperRow, paper_delta, settings_of
 from ablate.report.published import published_for
 from ablate.report.verdicts import decide
+from ablate.stats.seeds import SeedComparison
+from ablate.stats.significance import Comparison
 
 # The metrics the table reads from a trial (keys written by training; see docs/architecture.md).
 PPL_KEY = "val/ppl"

@@ -4,15 +4,15 @@ A table of 20 rows against base is 20 tests: at alpha = 0.05 each, about one row
 when no row differs. The marks therefore rest on p-values adjusted over the table's rows, per metric:
 
 - ``holm`` (default): Holm's step-down, the family-wise error rate (the chance of marking any row that
-  does not differ) <= alpha. scipy has no Holm, so it is written in :mod:`ablate.eval.correction` (a
+  does not differ) <= alpha. scipy has no Holm, so it is written in :mod:`ablate.stats.correction` (a
   dozen lines), and tested against the worked example of Holm's procedure and by simulation;
 - ``bh``: Benjamini-Hochberg (``scipy.stats.false_discovery_control``), the expected share of marked
   rows that do not differ <= alpha;
 - ``none``: each row at alpha on its own.
 
 Each row's test is over **seeds** where the row and base have 2 or more each
-(:mod:`ablate.eval.seeds`: paired by seed where they share seeds) and otherwise over **dev sentences**
-(the paired bootstrap of :mod:`ablate.eval.significance`), which compares two trained models on one dev
+(:mod:`ablate.stats.seeds`: paired by seed where they share seeds) and otherwise over **dev sentences**
+(the paired bootstrap of :mod:`ablate.stats.significance`), which compares two trained models on one dev
 set and says nothing about the architecture: those marks are shown apart.
 
 Verdicts: ``equivalent`` (over seeds only: the two one-sided tests against the margin reject after the
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ablate.eval.correction import DEFAULT_CORRECTION, adjust
+from ablate.stats.correction import DEFAULT_CORRECTION, adjust
 
 DEFAULT_MARGINS = {"ppl": 0.02, "bleu": 0.3}  # equivalence: PPL within 2% of base, BLEU within 0.3 points
 VERDICTS = ("better", "worse", "equivalent", "undecided")
@@ -75,7 +75,7 @@ def decide(table: Any, correction: str = DEFAULT_CORRECTION, margins: Mapping[st
 
 def _seed_tests(table: Any) -> None:
     """Each row's seed-level test against base (PPL on the log scale), with the table's margins."""
-    from ablate.eval.seeds import compare_seeds
+    from ablate.stats.seeds import compare_seeds
 
     base = next((r for r in table.rows if r.is_base), None)
     for row in table.rows:

@@ -1,12 +1,16 @@
 """ablate.sweep: run every trial of a sweep file once, durably, on this machine or on SLURM.
 
-One direction, no module importing its callers::
+Four rooms, arrows one way (``tests/test_architecture_rooms.py`` checks them)::
 
-    spec.py (YAML -> Sweep/trials, pure) -> loader.py (plugins.py, launch registry check, overrides)
-      -> store.py (Optuna storage) + state.py (TrialView: the one trial-state view)
-      -> launch/ (registry.py, base.py controller loop, local.py, slurm.py; cost.py orders trials)
-      -> worker.py (one claimed trial -> the trainer -> metrics or failure back to the store)
+    commands.py, dry_run.py, loader.py   the verbs: sweep (and its dry run), status, sync; opening a sweep
+      -> launch/   where trials run: base.py (the controller loop), local.py, slurm.py (+ slurm_queue.py),
+                   worker.py (one claimed attempt -> the trainer -> the store), progress.py, contract.py
+      -> plan/     what runs next: base.py (the Plan interface and its registry), grid.py, search.py,
+                   adaptive.py (seeds), plans.py (the plans of one sweep as one); cost.py, budgets.py
+      -> store/    the durable store: store.py (Optuna storage), state.py (the one trial-state view),
+                   reads.py / sql_reads.py, opening.py, location.py, reuse.py; it knows no policy
+      -> file/     the sweep file, pure: spec.py (YAML -> Sweep and trials), spec_checks.py, expand.py,
+                   ids.py, search_spec.py, seeds_spec.py, plugins.py, errors.py
 
-commands.py holds the `sweep`, `status` and `sync` verbs. Nothing here imports ablate.report: the
-CLI runs a sweep and then hands the Sweep it ran to the report.
+Nothing here imports ablate.report: the CLI runs a sweep and then hands the Sweep it ran to the report.
 """

@@ -103,9 +103,9 @@ def test_narangs_column_and_directions_when_rows_have_their_figures() -> None:
 def test_an_effect_is_its_tests_estimate_so_it_sits_inside_its_interval() -> None:
     """Base has a third seed the row lacks (an outlier): the ratio of the means says -12.5%, the paired
     test over the two shared seeds +5% [+4%, +6%]. The point shown must be the test's."""
-    from ablate.eval.seeds import SeedComparison
     from ablate.report.compare import effect_of
     from ablate.report.table import Evidence, ReportRow, Stat, Table3
+    from ablate.stats.seeds import SeedComparison
 
     base = ReportRow("base", "base", None, {}, {}, ppl=Stat.of([10.0, 10.0, 16.0], [1, 2, 3]), is_base=True)
     test = SeedComparison(12.0, 10.5, 0.05, 0.04, 0.06, 0.01, 1.0, 2, 2, method="paired-t")

@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from ablate.eval.correction import adjust, holm
 from ablate.report.table import ReportRow, Stat, Table3
 from ablate.report.verdicts import decide
+from ablate.stats.correction import adjust, holm
 
 ALPHA = 0.05
 

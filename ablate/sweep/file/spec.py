@@ -10,6 +10,9 @@ Variants registered by a sweep's ``imports:`` must be imported before :func:`exp
 
 The trial id is a hash of the resolved config minus what cannot change the result (logging, paths,
 data-loader workers), so the same trial has the same id whatever the row order or the file.
+
+Why this file is long: the three shapes of a trial (read from the file, expanded, sampled or seeded
+while a sweep runs) share one constructor, so a trial id is computed in one place only.
 """
 
 from __future__ import annotations

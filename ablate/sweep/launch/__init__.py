@@ -1,8 +1,10 @@
 """Launchers: where a sweep's trials run. ``LAUNCHERS`` maps a sweep file's ``launcher.name`` to a class.
 
 ``local`` runs trials as subprocesses on this machine; ``slurm`` submits them as job arrays through
-submitit. Both share the controller loop of :mod:`ablate.sweep.launch.base`. Importing this package
-registers both (submitit itself is imported only when a SLURM sweep starts).
+submitit. Both share the controller loop of :mod:`ablate.sweep.launch.base`, which holds one plan
+(:class:`ablate.sweep.plan.SweepPlan`) and never asks which kind. Importing this package registers
+both (submitit itself is imported only when a SLURM sweep starts). The launch room imports the plan,
+store and sweep-file rooms below it, never the commands above it.
 """
 
 from __future__ import annotations

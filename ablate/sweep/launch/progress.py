@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ablate.sweep.file.spec import Sweep
+from ablate.sweep.plan.plans import to_add
 from ablate.sweep.store.state import TrialView, count
 
 
@@ -194,10 +195,8 @@ class ProgressView:
 
     def _heading(self, trials: Sequence[TrialView], lines: Sequence[TrialLine]) -> str:
         """``"t: 2 done, 1 running, 3 waiting, 0 failed - 4:10, ETA 12:30"``."""
-        search = self.sweep.search
-        unsampled = 0
-        if search is not None:  # trials not sampled yet count as waiting (re-runs of the best not counted)
-            unsampled = max(0, search.n_trials * len(self.sweep.rows) - sum(ln.phase == "search" for ln in lines))
+        # trials a search has not sampled yet count as waiting
+        unsampled = to_add(self.sweep, sum(ln.phase == "search" for ln in lines))
         eta = sweep_eta(lines, unsampled)
         done = not unsampled and all(ln.state in ("done", "failed", "pruned") for ln in lines)
         tail = "" if done else f", ETA {_dur(eta) if eta is not None else '?'}"

@@ -23,6 +23,9 @@ intra-op threads (OMP/MKL, torch) to the CPUs it asked for.
 Job states come from ``sacct`` (a cancelled job is seen only there): a RUNNING or WAITING attempt
 whose job ended without recording a result is failed with the SLURM state as its reason - TIMEOUT
 only once the heartbeat is stale (sacct says TIMEOUT for the seconds before the job requeues itself).
+
+Why this file is long: the submitting side (arrays per resource profile, sacct polling) and the
+job's side (signals, requeue, threads) are one protocol over the same job token and attributes.
 """
 
 from __future__ import annotations

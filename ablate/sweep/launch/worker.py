@@ -28,7 +28,7 @@ from typing import Any
 
 from ablate.errors import AblateError, Pruned
 from ablate.sweep.file.plugins import import_plugins
-from ablate.sweep.plan.search import pruning_spec
+from ablate.sweep.plan.plans import attempt_callbacks
 from ablate.sweep.store.store import SweepStore
 from ablate.train import preempt
 from ablate.train.preempt import Preempted
@@ -152,12 +152,8 @@ def _record_end(store: SweepStore, attempt: Any, run_dir: Path, exc: BaseExcepti
 
 
 def _with_pruning(store: SweepStore, attrs: dict[str, Any], kwargs: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Trainer keywords plus the pruning callback of a search trial (``callbacks`` are added to ours)."""
-    if pruning_spec(store.study_attrs(), attrs) is None:
-        return kwargs or None
-    from ablate.sweep.plan.pruning import pruning_callbacks  # imports Lightning
-
-    extra = pruning_callbacks(store, attrs)
+    """Trainer keywords plus the callbacks the plans give this attempt (``callbacks`` are added to ours)."""
+    extra = attempt_callbacks(store, attrs)
     if not extra:
         return kwargs or None
     out = dict(kwargs or {})

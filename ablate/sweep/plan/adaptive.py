@@ -42,8 +42,8 @@ def look(
     spec: AdaptiveSeeds, by_row: Mapping[str, Mapping[int, float]], base: str, alpha: float, margin: float
 ) -> dict[str, str]:
     """Each row's PPL verdict at this look (better | worse | equivalent | undecided) at alpha / looks."""
-    from ablate.eval.correction import DEFAULT_CORRECTION, adjust
-    from ablate.eval.seeds import compare_seeds
+    from ablate.stats.correction import DEFAULT_CORRECTION, adjust
+    from ablate.stats.seeds import compare_seeds
 
     level = spec.level(alpha)
     tests = {}

@@ -43,6 +43,12 @@ class Plan:
         """``sweep`` with the trials this policy added so far, as the store records them."""
         return sweep
 
+    @staticmethod
+    def to_add(sweep: Sweep, added: int) -> int:
+        """How many trials this policy will still add, ``added`` of its own being in the sweep (for the
+        progress line's count and ETA; 0 when it cannot say or adds none)."""
+        return 0
+
     def start(self, created: Sequence[Any]) -> list[str]:
         """Called once before the first pass (``created``: the trials the store just made); notes."""
         return []

@@ -2,7 +2,8 @@
 
 :class:`SweepPlan` composes the registered plans that apply to a sweep (the grid or a search, then
 adaptive seeds), in their ``order``; :func:`trial_states` is the one view of a sweep's trials with
-what its plans added (``status``, the table, the launcher all read it).
+what its plans added (``status``, the table, the launcher all read it); :func:`attempt_callbacks` is what a worker asks
+of the plans (a search trial's pruner).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from ablate.sweep.file.spec import Sweep
 from ablate.sweep.plan.adaptive import SeedsPlan
 from ablate.sweep.plan.base import PLANS, Plan
 from ablate.sweep.plan.grid import GridPlan
-from ablate.sweep.plan.search import SearchPlan
+from ablate.sweep.plan.search import SearchPlan, pruning_spec
 from ablate.sweep.store.state import Attempt, TrialView, views
 
 BUILT_IN = (GridPlan, SearchPlan, SeedsPlan)  # registered in PLANS as they are imported here
@@ -33,11 +34,26 @@ def materialize(sweep: Sweep, by_trial: Mapping[str, Sequence[Attempt]]) -> Swee
     return sweep
 
 
+def to_add(sweep: Sweep, added: int) -> int:
+    """Trials the sweep's plans will still add (``added``: the sampled ones already in the sweep)."""
+    return sum(cls.to_add(sweep, added) for cls in plan_classes(sweep))
+
+
 def trial_states(store: Any, sweep: Sweep) -> list[TrialView]:
     """Every trial of the sweep with its state (read-only: no store yet = all waiting), the trials its
     plans added included (a search's samples, adaptive seeds)."""
     attempts = store.by_trial() if store.exists() else {}
     return store.reader.memo("views", sweep, lambda: views(materialize(sweep, attempts), attempts))
+
+
+def attempt_callbacks(store: Any, attrs: Mapping[str, Any]) -> list[Any]:
+    """Trainer callbacks the plans give an attempt as it trains: a search trial's pruner. Every other
+    attempt gets none, decided without importing Lightning (2-3 CPU-seconds a worker)."""
+    if pruning_spec(store.study_attrs(), attrs) is None:
+        return []
+    from ablate.sweep.plan.pruning import pruning_callbacks  # imports Lightning
+
+    return pruning_callbacks(store, attrs)
 
 
 class SweepPlan:

@@ -20,6 +20,9 @@ its result. A row whose search is over re-runs its best configuration at the swe
 ``seeds:`` (phase ``final``); the table reports each row at that configuration.
 Each ask is seeded from ``search.seed``, the row and the row's trial count, so a restarted
 controller does not draw the same first configurations again.
+
+Why this file is long: telling and asking a row study happen under one lock in one pass (see above);
+the Optuna objects and the plan around the searcher sit beside it so the search reads in one file.
 """
 
 from __future__ import annotations
@@ -345,6 +348,12 @@ class SearchPlan(Plan):
         return sweep.search is not None
 
     materialize = staticmethod(materialize)
+
+    @staticmethod
+    def to_add(sweep: Sweep, added: int) -> int:
+        """Search trials not sampled yet (the re-runs of each row's best not counted)."""
+        assert sweep.search is not None
+        return max(0, sweep.search.n_trials * len(sweep.rows) - added)
 
     def start(self, created: Sequence[Any]) -> list[str]:
         s = self.searcher.spec

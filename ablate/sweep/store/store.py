@@ -20,6 +20,9 @@ read the metric and the pruner from it).
 What a trial's attempts amount to (done / pruned / running / waiting / failed) is decided in one place,
 :mod:`ablate.sweep.store.state`; :func:`ablate.sweep.plan.trial_states` gives that view for a whole
 sweep, with the trials its plans added. The store returns attempts and knows no policy.
+
+Why this file is long: every write of the store (create, claim, beat, finish, prune, fail, reap,
+retry) takes the same lock and the same attribute names; one class keeps those rules in one place.
 """
 
 from __future__ import annotations

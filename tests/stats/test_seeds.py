@@ -1,4 +1,4 @@
-"""Seed-level tests (ablate.eval.seeds): against scipy on fixed data, equivalence on constructed cases, and
+"""Seed-level tests (ablate.stats.seeds): against scipy on fixed data, equivalence on constructed cases, and
 the coverage of the paired interval by simulation."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ablate.eval.seeds import compare_seeds
+from ablate.stats.seeds import compare_seeds
 
 
 def _seeds(values: list[float], first: int = 1) -> dict[int, float]:

@@ -10,8 +10,8 @@ import pytest
 from sacrebleu.metrics import BLEU
 from sacrebleu.significance import PairedTest
 
-from ablate.eval.degeneracy import degenerate, degenerate_share, is_degenerate
-from ablate.eval.significance import Comparison, paired_bleu, paired_ppl
+from ablate.stats.degeneracy import degenerate, degenerate_share, is_degenerate
+from ablate.stats.significance import Comparison, paired_bleu, paired_ppl
 
 WORDS = (
     "der die das und ist ein eine nicht mit von zu den im auf für sich es auch dem Haus Katze Hund "

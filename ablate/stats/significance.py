@@ -1,7 +1,7 @@
 """How sure a Table 3 row is over dev sentences: paired bootstraps against base, a degeneracy measure.
 
 These compare two trained models on one dev set; the test over seeds, which speaks about the
-architectures, is :mod:`ablate.eval.seeds`. Pure functions over numbers and strings (numpy; sacreBLEU
+architectures, is :mod:`ablate.stats.seeds`. Pure functions over numbers and strings (numpy; sacreBLEU
 for BLEU; no torch), called by the report (docs/trust.md):
 
 - :func:`paired_bleu`: sacreBLEU's own paired bootstrap test (``sacrebleu.significance.PairedTest``,
@@ -9,9 +9,9 @@ for BLEU; no torch), called by the report (docs/trust.md):
   2004) for the p-value, plus a 95% interval of the BLEU *difference* from the very same resamples.
 - :func:`paired_ppl`: a paired bootstrap over dev sentences of the corpus perplexity
   ``exp(sum NLL / sum tokens)`` from per-sentence summed NLL (``ablate.eval.nll``; EOS counted).
-Beside them, :mod:`ablate.eval.degeneracy` (``degenerate_share`` / ``is_degenerate``: hypotheses
+Beside them, :mod:`ablate.stats.degeneracy` (``degenerate_share`` / ``is_degenerate``: hypotheses
 collapsed into repetition or nothing, one of the two "learned nothing" signals; the other is the
-unigram floor, :mod:`ablate.data.unigram`) and :mod:`ablate.eval.seeds` (the tests over seeds).
+unigram floor, :mod:`ablate.data.unigram`) and :mod:`ablate.stats.seeds` (the tests over seeds).
 
 All intervals are 95%. Bootstrap intervals use sacreBLEU's order-statistic rule (``estimate_ci``):
 with B sorted resample values ``v``, the interval is ``[v[B // 40], v[B - B // 40 - 1]]``, so the
@@ -149,7 +149,7 @@ def _bleu_delta_interval(
     if not math.isclose(float(sy.mean()), sys_mean, rel_tol=1e-6, abs_tol=1e-6):
         raise RuntimeError(
             f"sacreBLEU's bootstrap resamples differ from ours (mean system BLEU {sys_mean} vs "
-            f"{sy.mean()}): its sampling changed; update ablate.eval.significance"
+            f"{sy.mean()}): its sampling changed; update ablate.stats.significance"
         )
     return _interval(sy - bl)
 

@@ -1,0 +1,189 @@
+"""The rooms of the package, checked from the source with ``ast`` (no imports executed).
+
+- the sweep wing's four rooms point one way: ``launch/ -> plan/ -> store/ -> file/`` (a room imports
+  its own files and the rooms below it; the wing's top-level modules, ``commands`` and ``loader``,
+  may import any room, and no room imports them);
+- the store knows no policy: nothing in ``store/`` or ``launch/`` imports a plan's own module (the
+  launcher holds one :class:`~ablate.sweep.plan.plans.SweepPlan`) or reads a sweep's ``search`` /
+  ``adaptive`` block;
+- the statistics room imports no model, data, training or scoring code, nor torch or Lightning;
+- a file over 350 lines says why in its module docstring;
+- the wing's import graph, per file, does not grow (``python tests/test_architecture_rooms.py``
+  prints it: arrows and floors).
+
+The rooms' imports here are the ones ``docs/architecture.md`` states.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_architecture import PACKAGE, import_graph, modules  # noqa: E402
+
+WING = "ablate.sweep"
+ROOMS = {"file": 0, "store": 1, "plan": 2, "launch": 3}  # the rank of each room: arrows go to lower ranks
+TOP = len(ROOMS)  # the wing's own modules (commands, loader, efficiency, wandb_net)
+POLICIES = {"grid", "search", "adaptive", "pruning", "search_results"}  # plan/ files that are one policy
+LONG_FILE = 350
+LONG_REASON = "Why this file is long:"
+
+
+def rank(module: str) -> int:
+    """The room rank of a module of the wing (its top-level modules rank above every room)."""
+    parts = module.split(".")
+    return ROOMS.get(parts[2], TOP) if len(parts) > 2 and parts[2] in ROOMS else TOP
+
+
+def wing_graph() -> dict[str, set[str]]:
+    """Module -> the wing's modules it imports, for every module of the wing."""
+    graph = import_graph()
+    return {m: {d for d in deps if d.startswith(WING + ".")} for m, deps in graph.items() if m.startswith(WING + ".")}
+
+
+def floors(graph: dict[str, set[str]]) -> dict[str, int]:
+    """Each module's floor: 0 for one that imports nothing of the wing, else 1 + the highest it imports."""
+    out: dict[str, int] = {}
+
+    def floor(m: str) -> int:
+        if m not in out:
+            out[m] = 0  # the graph has no cycles (test_architecture); this only stops a bad one
+            out[m] = 1 + max((floor(d) for d in graph.get(m, ())), default=-1)
+        return out[m]
+
+    for m in graph:
+        floor(m)
+    return out
+
+
+def backward_arrows() -> list[str]:
+    return [f"{m} -> {d}" for m, deps in sorted(wing_graph().items()) for d in sorted(deps) if rank(d) > rank(m)]
+
+
+def test_the_sweep_rooms_point_one_way() -> None:
+    assert backward_arrows() == []
+
+
+def test_the_rule_finds_an_arrow_back_up() -> None:
+    assert rank("ablate.sweep.store.store") < rank("ablate.sweep.plan.search") < rank("ablate.sweep.commands")
+    assert rank("ablate.sweep.file.spec") == 0 and rank("ablate.sweep.launch") == 3
+
+
+def test_the_store_and_the_launchers_know_no_policy() -> None:
+    named = []
+    for m, deps in wing_graph().items():
+        if rank(m) in (ROOMS["store"], ROOMS["launch"]):
+            named += [f"{m} -> {d}" for d in deps if d.split(".")[2:4] in (["plan", p] for p in POLICIES)]
+    assert named == []
+    reads = []
+    for name, path in modules().items():
+        if name.startswith((f"{WING}.store", f"{WING}.launch")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            reads += [f"{name}:{node.lineno} .{node.attr}" for node in ast.walk(tree) if reads_a_block(node)]
+    assert reads == []
+
+
+def reads_a_block(node: ast.AST) -> bool:
+    """``sweep.search``, ``self.sweep.adaptive``, ``spec.search``, ``self.searcher``: a policy's block read
+    (a trial's own recorded ``search`` attributes are data the store keeps, not a policy)."""
+    if not isinstance(node, ast.Attribute):
+        return False
+    if node.attr in ("searcher", "seeder"):
+        return True
+    value = node.value
+    owner = value.id if isinstance(value, ast.Name) else value.attr if isinstance(value, ast.Attribute) else ""
+    return node.attr in ("search", "adaptive") and owner in ("sweep", "spec")
+
+
+def test_the_block_rule_finds_a_read() -> None:
+    found = [reads_a_block(n) for n in ast.walk(ast.parse("self.sweep.search; sweep.adaptive; t.search; x.y"))]
+    assert sum(found) == 2
+
+
+def external_imports(module_path: Path) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(module_path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.add(node.module)
+    return out
+
+
+def test_the_statistics_room_imports_no_model_or_training() -> None:
+    banned = ("ablate.model", "ablate.data", "ablate.train", "ablate.eval", "ablate.sweep", "ablate.report")
+    banned += ("torch", "lightning", "pytorch_lightning")
+    found = {
+        name: sorted(i for i in external_imports(path) if i.startswith(banned))
+        for name, path in modules().items()
+        if name.startswith("ablate.stats")
+    }
+    assert len(found) >= 5 and {k: v for k, v in found.items() if v} == {}
+
+
+def test_a_long_file_says_why() -> None:
+    silent = []
+    for name, path in modules(PACKAGE).items():
+        text = path.read_text(encoding="utf-8")
+        if len(text.splitlines()) > LONG_FILE and LONG_REASON not in (ast.get_docstring(ast.parse(text)) or ""):
+            silent.append(name)
+    assert silent == []
+
+
+# The wing's size, per file: a ratchet (lower these when the wing shrinks, never raise them).
+MAX_ARROWS, MAX_FLOORS = 125, 15
+
+
+def test_the_wing_graph_does_not_grow() -> None:
+    graph = wing_graph()
+    arrows = sum(len(d) for d in graph.values())
+    assert arrows <= MAX_ARROWS and max(floors(graph).values()) + 1 <= MAX_FLOORS
+
+
+if __name__ == "__main__":
+    g = wing_graph()
+    fl = floors(g)
+    print(f"{WING}: {len(g)} files, {sum(len(d) for d in g.values())} arrows, {max(fl.values()) + 1} floors")
+    for m in sorted(g, key=lambda m: (fl[m], m)):
+        short = lambda x: x[len(WING) + 1 :]  # noqa: E731
+        print(f"  {fl[m]:2d} {short(m):24s} <- {', '.join(sorted(short(d) for d in g[m]))}")
+    print("arrows back up:", backward_arrows() or "none")
+
+
+DOC = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def label(module: str) -> str:
+    """How docs/architecture.md names the room of a module: ``sweep/plan/``, ``config/``, ``rundir.py``."""
+    parts = module.split(".")
+    if module == "ablate":
+        return "ablate"
+    if parts[1] == "sweep":
+        return f"sweep/{parts[2]}/" if len(parts) > 2 and parts[2] in ROOMS else "sweep/"
+    return f"{parts[1]}/" if (PACKAGE / parts[1]).is_dir() else f"{parts[1]}.py"
+
+
+def documented_rooms() -> dict[tuple[str, ...], set[str]]:
+    """The table of rooms: (the room's names) -> the names its imports column gives."""
+    out = {}
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith("`"):
+            continue
+        names = lambda text: {t for t in text.split("`")[1::2] if t == "ablate" or t.endswith(("/", ".py"))}  # noqa: E731
+        out[tuple(sorted(names(cells[0])))] = names(cells[2])
+    return out
+
+
+def test_the_documented_imports_of_each_room_are_true() -> None:
+    graph = import_graph()
+    rooms = documented_rooms()
+    assert len(rooms) >= 14
+    wrong = {}
+    for members, said in rooms.items():
+        real = {label(d) for m, deps in graph.items() if label(m) in members for d in deps} - set(members)
+        if real != said:
+            wrong[members] = {"missing": sorted(real - said), "not imported": sorted(said - real)}
+    assert wrong == {}
