@@ -25,6 +25,11 @@ class ConfigError(AblateError, ValueError):
     """A configuration is invalid; the message is one line: what, where, what to do."""
 
 
+class TrainingDiverged(AblateError):
+    """The training loss became NaN or infinite (a sweep marks the trial failed, kind ``diverged``:
+    final, never retried, because the same config and seed diverge again)."""
+
+
 class ContractError(AssertionError):
     """A registered class (model variant, corpus, launcher) broke one check of the contract its registry
     promises (ablate/model/contract.py, ablate/data/contract.py, ablate/sweep/launch/contract.py); the

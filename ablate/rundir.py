@@ -21,6 +21,7 @@ No torch, no Lightning: status and report commands read run directories and must
 
 from __future__ import annotations
 
+import csv
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,10 +31,12 @@ from ablate.atomic import atomic_write_json, atomic_write_text, remove_stale_tem
 from ablate.errors import AblateError
 
 
-def safe_name(text: str, keep: str = "-_.=") -> str:
+def safe_name(text: str, keep: str = "-_.=", fallback: str = "") -> str:
     """``text`` as a file or folder name: letters, digits and the characters of ``keep`` stay, every
-    other character becomes ``_`` (every name ablate makes from a user's text goes through here)."""
-    return "".join(c if c.isalnum() or c in keep else "_" for c in text)
+    other character becomes ``_``, and no ``.`` or ``_`` leads or ends it (``..`` and ``.hidden`` stay
+    inside their parent); ``fallback`` when nothing is left. Every name ablate makes from a user's text
+    (a row, a sweep, a run, an evaluation) goes through here."""
+    return "".join(c if c.isalnum() or c in keep else "_" for c in text).strip("._") or fallback
 
 
 # Set by a launcher when it spawns a trial's process (time.time()), so the trial can report its start-up time.
@@ -118,6 +121,23 @@ class RunDir:
 
     def read_provenance(self) -> dict[str, Any]:
         return _read_json(self.provenance)
+
+    def read_curve(self, key: str) -> list[tuple[int, float]]:
+        """(step, value) of every row of ``metrics.csv`` that logged ``key``, in step order, the last
+        value of a step kept (empty when the file is missing or unreadable)."""
+        try:
+            with open(self.metrics_csv, newline="", encoding="utf-8") as f:
+                rows = [(r.get("step"), r.get(key)) for r in csv.DictReader(f)]
+        except OSError:
+            return []
+        out: dict[int, float] = {}
+        for step, value in rows:
+            try:
+                if value not in (None, ""):
+                    out[int(float(step or 0))] = float(value)
+            except ValueError:
+                continue
+        return sorted(out.items())
 
     def read_hypotheses(self, split: str) -> list[str] | None:
         path = self.hyp_file(split)

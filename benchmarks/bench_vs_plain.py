@@ -117,9 +117,16 @@ def run_ablate(cfg, vocab: int, batches: list, warmup: int) -> float:
         model=dict(cfg.model), vocab_size=vocab, label_smoothing=float(cfg.train.label_smoothing)
     )
     trainer = pl.Trainer(
-        accelerator="cpu", devices=1, precision="32-true", max_steps=len(batches), logger=False, callbacks=[Timer()],
-        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-    )  # fmt: skip
+        accelerator="cpu",
+        devices=1,
+        precision="32-true",
+        max_steps=len(batches),
+        logger=False,
+        callbacks=[Timer()],
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
     trainer.fit(system, train_dataloaders=torch.utils.data.DataLoader(batches, batch_size=None))
     return sum(times)
 
@@ -163,12 +170,15 @@ def bench_train(cfg, vocab: int, args: argparse.Namespace, prepared) -> None:
     m = cfg.model
     flops = sum(
         train_flops(
-            model_section(dict(m)), vocab, int((b["src"] != PAD).sum()), int((b["tgt_out"] != PAD).sum()),
+            model_section(dict(m)),
+            vocab,
+            int((b["src"] != PAD).sum()),
+            int((b["tgt_out"] != PAD).sum()),
             src_len=float((b["src"] != PAD).sum(1).float().mean()),
             tgt_len=float((b["tgt_out"] != PAD).sum(1).float().mean()),
         )
         for b in timed
-    )  # fmt: skip
+    )
     print(
         f"training: d_model={m.d_model} layers={m.n_layers}+{m.n_layers} vocab={vocab}; {args.steps} timed steps of "
         f"max_tokens={max_tokens} ({tokens} real target tokens, {1 - tokens / padded:.1%} target padding); "
@@ -219,9 +229,12 @@ def decoding_model(cfg, vocab: int, args: argparse.Namespace, prepared) -> torch
     torch.manual_seed(0)
     t = cfg.train
     system = TranslationSystem(
-        model=dict(cfg.model), vocab_size=vocab, label_smoothing=float(t.label_smoothing),
-        lr_factor=float(t.lr_factor), warmup_steps=min(int(t.warmup_steps), args.decode_steps // 2),
-    )  # fmt: skip
+        model=dict(cfg.model),
+        vocab_size=vocab,
+        label_smoothing=float(t.label_smoothing),
+        lr_factor=float(t.lr_factor),
+        warmup_steps=min(int(t.warmup_steps), args.decode_steps // 2),
+    )
     opt = system.configure_optimizers()
     optimizer, sched = opt["optimizer"], opt["lr_scheduler"]["scheduler"]
     system.log = lambda *a, **k: None  # no Trainer here: training_step's metric logging is a no-op

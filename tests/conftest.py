@@ -24,3 +24,23 @@ def tiny_model_cfg() -> dict[str, Any]:
         "attention_dropout": 0.0,
         "max_positions": 64,
     }
+
+
+# A quiet one-process CPU Trainer: no logger, checkpoints, progress bar, model summary or sanity check.
+CPU_TRAINER = {
+    "accelerator": "cpu",
+    "devices": 1,
+    "logger": False,
+    "enable_checkpointing": False,
+    "enable_progress_bar": False,
+    "enable_model_summary": False,
+    "num_sanity_val_steps": 0,
+}
+
+
+@pytest.fixture
+def cpu_trainer() -> Any:
+    """cpu_trainer(**overrides) -> a Lightning Trainer with :data:`CPU_TRAINER` and the overrides."""
+    import lightning.pytorch as pl
+
+    return lambda **kw: pl.Trainer(**{**CPU_TRAINER, **kw})

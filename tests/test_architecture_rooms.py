@@ -17,6 +17,7 @@ The rooms' imports here are the ones ``docs/architecture.md`` states.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -187,3 +188,20 @@ def test_the_documented_imports_of_each_room_are_true() -> None:
         if real != said:
             wrong[members] = {"missing": sorted(real - said), "not imported": sorted(said - real)}
     assert wrong == {}
+
+
+def stale_paths() -> list[str]:
+    """``ablate/<...>.py`` named in the package, its docs or the README that does not exist."""
+    root = PACKAGE.parent
+    texts = [*PACKAGE.rglob("*.py"), *(root / "docs").rglob("*.md"), root / "README.md"]
+    found = []
+    for path in texts:
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for ref in re.findall(r"\bablate/[\w/]+\.py\b", line):
+                if not (root / ref).is_file():
+                    found.append(f"{path.relative_to(root)}:{i} {ref}")
+    return found
+
+
+def test_every_file_the_docs_name_exists() -> None:
+    assert stale_paths() == []

@@ -54,8 +54,14 @@ def test_corpus_options_are_checked_at_load(overrides: list[str], match: str) ->
 
 
 def test_textfiles_takes_any_split_name() -> None:
-    cfg = load_config(overrides=["data.corpus=textfiles", "data.args={train: t, dev: d, test2: [a.en, a.de]}",
-                                 "data.valid_split=dev", "data.test_split=test2"])  # fmt: skip
+    cfg = load_config(
+        overrides=[
+            "data.corpus=textfiles",
+            "data.args={train: t, dev: d, test2: [a.en, a.de]}",
+            "data.valid_split=dev",
+            "data.test_split=test2",
+        ]
+    )
     assert cfg.data.args.dev == "d"
 
 
@@ -146,6 +152,11 @@ def test_special_ids_are_defined_once() -> None:
     for folder in ("data", "model"):
         for path in (ROOT / "ablate" / folder).glob("*.py"):
             tree = ast.parse(path.read_text(encoding="utf-8"))
-            assigned = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets
-                        if isinstance(t, ast.Name) and t.id.endswith("_ID")}  # fmt: skip
+            assigned = {
+                t.id
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Assign)
+                for t in n.targets
+                if isinstance(t, ast.Name) and t.id.endswith("_ID")
+            }
             assert not assigned or path.name == "special.py", f"{path.name} defines {assigned}"

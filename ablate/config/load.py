@@ -36,6 +36,7 @@ from ablate.config.schema import (
     upgrade_layer,
 )
 from ablate.errors import ConfigError, did_you_mean
+from ablate.stack_private import omegaconf_node
 
 Layer = tuple[str, "Mapping[str, Any] | Sequence[str]"]
 
@@ -201,7 +202,7 @@ def _check_keys(mapping: Mapping[str, Any], schema: Any, source: str, prefix: st
             close = did_you_mean(key, valid)
             hint = f"; did you mean {prefix}{close}?" if close else f" (valid: {', '.join(valid)})"
             raise ConfigError(f"{source}: unknown key {full!r}{hint}")
-        child = schema._get_node(key)  # noqa: SLF001 - the node keeps its schema type
+        child = omegaconf_node(schema, key)  # the node keeps its schema type
         if isinstance(value, Mapping) and isinstance(child, DictConfig) and not _slot_field(prefix, key):
             _check_keys(value, child, source, f"{full}.")
 

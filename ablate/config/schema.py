@@ -196,7 +196,7 @@ def positions_needed(max_len: int, max_len_a: float, max_len_b: int) -> tuple[in
     """(training, decoding) positions a sequence may reach, for sources of at most ``max_len`` subwords.
 
     Training: a source is its subwords + EOS and a target input is BOS + subwords, so max_len + 1.
-    Decoding (ablate/train/decode.py): at most floor(a * source length + b) generated tokens, the
+    Decoding (ablate/eval/decode.py): at most floor(a * source length + b) generated tokens, the
     source length counting its EOS; the decoder reads BOS + all but the last, so that many positions.
     """
     return max_len + 1, int(max_len_a * (max_len + 1) + max_len_b)

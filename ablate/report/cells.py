@@ -21,7 +21,7 @@ from ablate.report.fidelity import Fidelity
 from ablate.report.learning import STILL_IMPROVING
 from ablate.report.paper import CITATION
 from ablate.report.published import published_legend
-from ablate.report.table import Evidence, ReportRow, Stat, Table3
+from ablate.report.rows import Evidence, ReportRow, Stat, Table3
 from ablate.stats.significance import Comparison
 
 MARKERS = {"waiting": "…", "running": "running", "failed": "failed"}

@@ -24,8 +24,9 @@ from typing import Any
 from ablate.report.errors import ReportError
 from ablate.report.evidence import CACHE_NAME, attach_evidence
 from ablate.report.render import FORMATS, render
+from ablate.report.rows import DEFAULT_ALPHA, Table3
 from ablate.report.search_view import apply_search, table_views
-from ablate.report.table import DEFAULT_ALPHA, Table3, build_table
+from ablate.report.table import build_table
 from ablate.report.verdicts import decide, report_margins
 from ablate.stats.correction import CORRECTIONS, DEFAULT_CORRECTION
 from ablate.sweep.file.spec import Sweep

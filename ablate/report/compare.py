@@ -23,7 +23,7 @@ from typing import Any
 
 from ablate.report.fidelity import spearman
 from ablate.report.paper import PAPER
-from ablate.report.table import ReportRow, Table3
+from ablate.report.rows import ReportRow, Table3
 
 DECIDED = ("better", "worse")
 

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 from ablate.report.learning import STILL_IMPROVING
-from ablate.report.table import Table3
+from ablate.report.rows import Table3
 
 
 def plot_curves(table: Table3, path: str | Path) -> Path | None:

@@ -33,7 +33,7 @@ from typing import Any
 
 from ablate.atomic import atomic_write_json
 from ablate.report.learning import attach_learning, base_chrf, translation_note
-from ablate.report.table import Evidence, ReportRow, Table3
+from ablate.report.rows import Evidence, ReportRow, Table3
 from ablate.rundir import RunDir
 from ablate.stats.degeneracy import degenerate_share, is_degenerate
 from ablate.stats.significance import DEFAULT_RESAMPLES, DEFAULT_SEED, Comparison, paired_bleu, paired_ppl

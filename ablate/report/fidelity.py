@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ablate.report.table import ReportRow, Table3
+from ablate.report.rows import ReportRow, Table3
 
 # With fewer rows a rank correlation says nothing (two points always give +1 or -1).
 MIN_ROWS_FOR_SPEARMAN = 3

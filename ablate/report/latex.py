@@ -9,8 +9,8 @@ from ablate.report.fidelity import fidelity
 from ablate.report.paper import COLUMN_KEYS, COLUMNS
 from ablate.report.published import HEADER as PUBLISHED
 from ablate.report.published import add_published_column
+from ablate.report.rows import Table3
 from ablate.report.search_view import legend_lines, spec_text, title
-from ablate.report.table import Table3
 
 _LATEX_HEADERS = [
     "",

@@ -14,11 +14,10 @@ Both are stated with their figures in every format (ablate.report.cells, render,
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Sequence
-from typing import Any
 
+from ablate.report.rows import Table3, TrialLike
 from ablate.rundir import RunDir
 
 STILL_IMPROVING = 0.05  # dev PPL still falling by more than 5% over the last quarter of training
@@ -27,20 +26,7 @@ MIN_BASE_CHRF = 25.0  # below this base chrF, the dev outputs are not translatio
 
 def curve(run_dir: str) -> list[tuple[int, float]]:
     """(step, dev PPL) of every validation a run logged, in step order (empty when none)."""
-    path = RunDir(run_dir).path / "metrics.csv"
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = [(r.get("step"), r.get("val/ppl")) for r in csv.DictReader(f)]
-    except OSError:
-        return []
-    out: dict[int, float] = {}
-    for step, ppl in rows:
-        try:
-            if ppl not in (None, ""):
-                out[int(float(step or 0))] = float(ppl)
-        except ValueError:
-            continue
-    return sorted(out.items())
+    return RunDir(run_dir).read_curve("val/ppl")
 
 
 def last_quarter(points: Sequence[tuple[int, float]]) -> tuple[float, int, int] | None:
@@ -57,13 +43,13 @@ def last_quarter(points: Sequence[tuple[int, float]]) -> tuple[float, int, int] 
     return (ppl - final) / ppl, step, final_step
 
 
-def attach_learning(table: Any, trials: Sequence[Any]) -> None:
+def attach_learning(table: Table3, trials: Sequence[TrialLike]) -> None:
     """Set each row's ``still_improving`` (the mean last-quarter drop over its finished seeds, or None) and
     the table's ``undertrained`` note when base's drop is above :data:`STILL_IMPROVING`."""
     by_row: dict[str, list[tuple[float, int, int]]] = {}
     curves: dict[str, list[list[tuple[int, float]]]] = {}
     for t in trials:
-        if getattr(t, "state", None) == "done" and getattr(t, "run_dir", None):
+        if t.state == "done" and t.run_dir:
             points = curve(t.run_dir)
             curves.setdefault(t.row, []).append(points)
             found = last_quarter(points)

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from ablate.report.cells import mark, row_label
 from ablate.report.paper import GROUP_TITLES, PAPER
+from ablate.report.rows import ReportRow, Stat, Table3
 from ablate.report.search_view import title
-from ablate.report.table import ReportRow, Stat, Table3
 
 # Fixed colours per group (matplotlib's tab10), so the same group looks the same in every plot.
 GROUP_COLORS = {

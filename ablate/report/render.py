@@ -1,4 +1,4 @@
-"""Render a :class:`~ablate.report.table.Table3` as markdown, CSV, LaTeX or JSON.
+"""Render a :class:`~ablate.report.rows.Table3` as markdown, CSV, LaTeX or JSON.
 
 Markdown and LaTeX follow the paper's layout: a group label on the first row of each group, the base
 row with all its settings, the other rows with only the cells they change (blank = as base), and
@@ -30,9 +30,9 @@ from ablate.report.fidelity import fidelity
 from ablate.report.learning import STILL_IMPROVING
 from ablate.report.paper import CITATION, COLUMN_KEYS
 from ablate.report.published import add_published_column, has_published, published_record
+from ablate.report.rows import Evidence, ReportRow, Table3
 from ablate.report.search_view import CSV_FIELDS as SEARCH_CSV_FIELDS
 from ablate.report.search_view import csv_record, legend_lines, spec_record, spec_text, title
-from ablate.report.table import Evidence, ReportRow, Table3
 from ablate.report.terminal import render_text
 
 FORMATS = ("text", "md", "csv", "latex", "json")

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ablate.report.cells import row_label
+from ablate.report.rows import ReportRow, Table3
 from ablate.report.search_view import TunedRow, spec_text
-from ablate.report.table import ReportRow, Table3
 
 DONE_COLOR = "#1f77b4"
 PRUNED_COLOR = "#d62728"

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ablate.report.paper import changed_settings, settings_of
-from ablate.report.table import Table3
+from ablate.report.rows import Table3
 from ablate.sweep.file.expand import set_dotted
 from ablate.sweep.file.search_spec import SearchSpec
 from ablate.sweep.file.spec import Sweep

@@ -24,8 +24,8 @@ from ablate.report.cells import (
 from ablate.report.columns import OTHER_KEY
 from ablate.report.fidelity import fidelity
 from ablate.report.published import add_published_column, has_published, published_cell
+from ablate.report.rows import ReportRow, Table3
 from ablate.report.search_view import legend_lines, spec_text, title
-from ablate.report.table import ReportRow, Table3
 
 WIDTH = 110  # the widest line printed (long row names and changes are cut with "…" to fit)
 MAX_ROW = 18  # characters of a row's label

@@ -25,19 +25,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ablate.report.rows import Evidence, Table3
 from ablate.stats.correction import DEFAULT_CORRECTION, adjust
+from ablate.sweep.file.spec import Sweep
 
 DEFAULT_MARGINS = {"ppl": 0.02, "bleu": 0.3}  # equivalence: PPL within 2% of base, BLEU within 0.3 points
 VERDICTS = ("better", "worse", "equivalent", "undecided")
 
 
-def report_margins(sweep: Any) -> dict[str, float]:
+def report_margins(sweep: Sweep) -> dict[str, float]:
     """The sweep file's ``report: {equivalence: {ppl: 0.02, bleu: 0.3}}``, over the defaults."""
-    report = getattr(sweep, "report", None) or {}
+    report = sweep.report or {}
     return {**DEFAULT_MARGINS, **dict(report.get("equivalence") or {})}
 
 
-def _test_of(ev: Any) -> tuple[str, Any] | None:
+def _test_of(ev: Evidence) -> tuple[str, Any] | None:
     """(unit, test) a row's mark rests on: the seed-level test if there is one, else the bootstrap."""
     if ev.withheld:
         return None
@@ -48,7 +50,7 @@ def _test_of(ev: Any) -> tuple[str, Any] | None:
     return None
 
 
-def decide(table: Any, correction: str = DEFAULT_CORRECTION, margins: Mapping[str, float] | None = None) -> None:
+def decide(table: Table3, correction: str = DEFAULT_CORRECTION, margins: Mapping[str, float] | None = None) -> None:
     """Set ``unit``, ``p_adjusted``, ``p_equiv_adjusted`` and ``verdict`` on every row's PPL and BLEU
     evidence (rows without a test get none), and record the correction on the table."""
     table.correction = correction
@@ -58,7 +60,7 @@ def decide(table: Any, correction: str = DEFAULT_CORRECTION, margins: Mapping[st
         for metric in ("ppl", "bleu"):
             ev = getattr(row, f"{metric}_ev")
             ev.unit = ev.p_adjusted = ev.p_equiv_adjusted = ev.verdict = None
-    silent = bool(getattr(table, "not_translating", None))  # outputs are not translations yet: no verdicts
+    silent = bool(table.not_translating)  # outputs are not translations yet: no verdicts
     for metric in ("ppl", "bleu"):
         ok = [r for r in table.rows if not r.is_base and _test_of(getattr(r, f"{metric}_ev")) is not None]
         rows = [] if silent else ok
@@ -73,7 +75,7 @@ def decide(table: Any, correction: str = DEFAULT_CORRECTION, margins: Mapping[st
             ev.verdict = _verdict(metric, test.delta, ev.p_adjusted, ev.p_equiv_adjusted, table.alpha)
 
 
-def _seed_tests(table: Any) -> None:
+def _seed_tests(table: Table3) -> None:
     """Each row's seed-level test against base (PPL on the log scale), with the table's margins."""
     from ablate.stats.seeds import compare_seeds
 

@@ -25,8 +25,8 @@ from ablate.report.cells import fmt_setting
 from ablate.report.fidelity import fidelity
 from ablate.report.paper import COLUMN_KEYS
 from ablate.report.render import row_record
+from ablate.report.rows import Table3
 from ablate.report.search_view import spec_record
-from ablate.report.table import Table3
 from ablate.tracking import wandb_mode
 
 # Columns of the wandb.Table: one type per column (W&B infers a column's type from its values).

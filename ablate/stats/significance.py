@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from ablate.stack_private import bleu_from_stats, recording_bleu
+
 DEFAULT_RESAMPLES = 1000  # sacreBLEU's default for its paired bootstrap
 DEFAULT_SEED = 12345  # sacreBLEU's default SACREBLEU_SEED
 
@@ -99,32 +101,6 @@ def _sacrebleu_seed(seed: int) -> Iterator[None]:
             os.environ["SACREBLEU_SEED"] = old
 
 
-def _recording_bleu() -> type:
-    """sacreBLEU's BLEU, keeping the sentence statistics PairedTest extracts, so that the interval of the
-    difference reuses them instead of tokenizing and counting every hypothesis a second time."""
-    from sacrebleu.metrics import BLEU
-
-    class RecordingBLEU(BLEU):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._seen: list[tuple[Sequence[str], Any]] = []
-
-        def _extract_corpus_statistics(self, hypotheses: Sequence[str], references: Any) -> Any:
-            stats = super()._extract_corpus_statistics(hypotheses, references)
-            if references is None:  # scored against the cached references, as every call here is
-                self._seen.append((hypotheses, stats))
-            return stats
-
-        def statistics(self, hypotheses: Sequence[str]) -> Any:
-            """Sentence statistics of ``hypotheses`` (this very list) against the cached references."""
-            for seen, stats in self._seen:
-                if seen is hypotheses:
-                    return stats
-            return super()._extract_corpus_statistics(hypotheses, None)
-
-    return RecordingBLEU
-
-
 def _bleu_delta_interval(
     metric: Any, base_stats: np.ndarray, sys_stats: np.ndarray, sys_mean: float, n_resamples: int, seed: int
 ) -> tuple[float, float]:
@@ -133,17 +109,17 @@ def _bleu_delta_interval(
     sacreBLEU reports, per system, the mean and a 95% half-width of its resampled BLEU, not an
     interval of the difference, and two unpaired intervals would ignore the pairing. So the interval
     of ``delta`` is taken from the same B paired resamples that sacreBLEU draws (same seed, same
-    ``rng.choice`` call, scores by the metric's own ``_compute_score_from_stats`` from its sentence
-    statistics), with sacreBLEU's order-statistic 95% rule. As a guard against a future sacreBLEU
-    drawing differently, the mean of our resampled system BLEU must equal the mean sacreBLEU reports,
-    or a RuntimeError says so.
+    ``rng.choice`` call, scored by the metric itself from summed sentence statistics:
+    :func:`ablate.stack_private.bleu_from_stats`), with sacreBLEU's order-statistic 95% rule. As a
+    guard against a future sacreBLEU drawing differently, the mean of our resampled system BLEU must
+    equal the mean sacreBLEU reports, or a RuntimeError says so.
     """
     counts = _resample_counts(np.random.default_rng(int(seed)), len(base_stats), n_resamples)
     # Sufficient statistics are integer counts: the float64 sums are exact, as sacreBLEU's float32 ones are.
     summed = counts @ np.concatenate([base_stats, sys_stats], axis=1)
     k = base_stats.shape[1]
-    bl = np.array([metric._compute_score_from_stats(s).score for s in summed[:, :k]])
-    sy = np.array([metric._compute_score_from_stats(s).score for s in summed[:, k:]])
+    bl = np.array([bleu_from_stats(metric, s).score for s in summed[:, :k]])
+    sy = np.array([bleu_from_stats(metric, s).score for s in summed[:, k:]])
     # sacreBLEU sums the statistics in float32 and scores in float64: agreement to ~1e-9 relative is not
     # guaranteed (3.58619966382 vs 3.58619966021 seen); a different resampling differs by far more.
     if not math.isclose(float(sy.mean()), sys_mean, rel_tol=1e-6, abs_tol=1e-6):
@@ -189,7 +165,7 @@ def paired_bleu(
     n, n_resamples = len(refs), int(n_resamples)
 
     # References given to the metric are tokenized and counted once, then reused for every system.
-    metric = _recording_bleu()(tokenize=tokenize, references=[refs])
+    metric = recording_bleu()(tokenize=tokenize, references=[refs])
     with _sacrebleu_seed(seed):
         test = PairedTest(
             [("base", base_hyps), ("system", sys_hyps)], {"BLEU": metric}, None, test_type="bs", n_samples=n_resamples

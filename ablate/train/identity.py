@@ -48,7 +48,7 @@ def overrides_hint(overrides: Sequence[str], limit: int = 40) -> str:
         key, _, value = item.partition("=")
         if key.startswith("logging."):  # where and how it is logged: no hint of what was trained
             continue
-        part = safe_name(key.split(".")[-1] + value, keep="_.").strip("._")
+        part = safe_name(key.split(".")[-1] + value, keep="_.")
         if part and len("-".join([*parts, part])) <= limit:
             parts.append(part)
     return "-".join(parts)

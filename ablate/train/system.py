@@ -30,16 +30,12 @@ import torch.distributed as dist
 from torchmetrics import MeanMetric
 
 from ablate.config import ModelConfig, model_section
-from ablate.errors import AblateError
+from ablate.errors import TrainingDiverged
 from ablate.model.build import build_model
 from ablate.train.fast import adam_options
 from ablate.train.losses import linear_label_smoothed_loss
 from ablate.train.rng import rng_state, set_rng_state
 from ablate.train.schedule import noam_scheduler
-
-
-class TrainingDiverged(AblateError):
-    """The training loss became NaN or infinite (a sweep marks the trial failed)."""
 
 
 class TranslationSystem(pl.LightningModule):

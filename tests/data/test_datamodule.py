@@ -102,19 +102,15 @@ class _Recorder:
 
 
 @pytest.mark.parametrize("workers", [0, 2])
-def test_lightning_resume_mid_epoch_skips_consumed_batches(prepared, tmp_path: Path, recwarn, workers: int) -> None:
+def test_lightning_resume_mid_epoch_skips_consumed_batches(
+    prepared, tmp_path: Path, recwarn, workers: int, cpu_trainer
+) -> None:
     """Batches prefetched by worker processes are not counted as consumed."""
     import lightning.pytorch as pl
 
     def trainer(max_steps: int) -> pl.Trainer:
-        return pl.Trainer(
+        return cpu_trainer(
             max_steps=max_steps,
-            accelerator="cpu",
-            devices=1,
-            logger=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
-            enable_checkpointing=False,
             use_distributed_sampler=False,
             limit_val_batches=0,
             default_root_dir=tmp_path,

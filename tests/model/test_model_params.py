@@ -13,28 +13,22 @@ from ablate.config import model_section
 from ablate.model import build_model, count_parameters, train_flops
 from ablate.model.norm import LayerNorm
 from ablate.model.slots import Slot
+from ablate.report.paper import PAPER, PaperRow
 
-# Table 3 of the paper: row -> (model overrides on the base, paper's params in millions or None).
-# Rows D (dropout / label smoothing) do not change the architecture; A keeps h*d_k = h*d_v = 512.
+# Table 3's columns that are model settings, as the model section names them (eps_ls and train_steps are
+# training settings: those rows build base's model).
+MODEL_COLUMNS = {"N": "n_layers", "d_model": "d_model", "d_ff": "d_ff", "h": "n_heads", "d_k": "d_k", "d_v": "d_v"}
+MODEL_COLUMNS |= {"P_drop": "dropout", "positional": "positional"}
+
+
+def model_overrides(row: PaperRow) -> dict[str, Any]:
+    """A Table 3 row's changes to the base model (from ablate.report.paper, the one copy of the table)."""
+    return {MODEL_COLUMNS[k]: v for k, v in row.changes.items() if k in MODEL_COLUMNS}
+
+
+# row -> (model overrides on the base, the paper's params in millions or None where it prints none)
 TABLE3: dict[str, tuple[dict[str, Any], float | None]] = {
-    "base": ({}, 65),
-    "A1": ({"n_heads": 1, "d_k": 512, "d_v": 512}, 65),
-    "A2": ({"n_heads": 4, "d_k": 128, "d_v": 128}, 65),
-    "A3": ({"n_heads": 16, "d_k": 32, "d_v": 32}, 65),
-    "A4": ({"n_heads": 32, "d_k": 16, "d_v": 16}, 65),
-    "B1": ({"d_k": 16}, 58),
-    "B2": ({"d_k": 32}, 60),
-    "C1": ({"n_layers": 2}, 36),
-    "C2": ({"n_layers": 4}, 50),
-    "C3": ({"n_layers": 8}, 80),
-    "C4": ({"d_model": 256, "d_k": 32, "d_v": 32}, 28),
-    "C5": ({"d_model": 1024, "d_k": 128, "d_v": 128}, 168),
-    "C6": ({"d_ff": 1024}, 53),
-    "C7": ({"d_ff": 4096}, 90),
-    "D1": ({"dropout": 0.0}, 65),
-    "D2": ({"dropout": 0.2}, 65),
-    "E": ({"positional": "learned"}, 65),
-    "big": ({"d_model": 1024, "d_ff": 4096, "n_heads": 16, "dropout": 0.3}, 213),
+    r.id: (model_overrides(r), r.params_m) for r in PAPER.values()
 }
 PAPER_VOCAB = 41000  # the embedding size the paper's params column is consistent with
 
@@ -78,8 +72,16 @@ def test_train_flops_matches_a_flop_counter(attention: str) -> None:
     # the full T x T square, while train_flops counts the (T+1)/2 keys a causal query attends to on
     # average, so that difference is removed; what remains is the bias terms train_flops includes.
     # GQA / MQA: fewer key/value heads, so cheaper K/V projections (the scores are per query head).
-    cfg = {"n_layers": 2, "d_model": 64, "d_ff": 128, "n_heads": 4, "d_k": 8, "d_v": 24, "dropout": 0.0,
-           "attention": attention}  # fmt: skip
+    cfg = {
+        "n_layers": 2,
+        "d_model": 64,
+        "d_ff": 128,
+        "n_heads": 4,
+        "d_k": 8,
+        "d_v": 24,
+        "dropout": 0.0,
+        "attention": attention,
+    }
     b, s, t, vocab = 4, 12, 9, 100
     model = build_model(model_section(cfg), vocab_size=vocab)
     src, tgt = torch.randint(4, vocab, (b, s)), torch.randint(4, vocab, (b, t))

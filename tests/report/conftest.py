@@ -107,8 +107,16 @@ def snapshot_results() -> list[TrialResult]:
         trial("h=1", "A", "A1", 2, state="failed", failure="loss became NaN at step 120", **h1),
         trial("h=1", "A", "A1", 3, state="running", **h1),
         trial("d_k=2", "B", "B1", 1, state="waiting", params=421_952, **{"model.d_k": 2}),
-        trial("N=1", "C", "C1", 1, state="failed", params=244_864, failure="killed (SLURM TIMEOUT)",
-              **{"model.n_layers": 1}),
+        trial(
+            "N=1",
+            "C",
+            "C1",
+            1,
+            state="failed",
+            params=244_864,
+            failure="killed (SLURM TIMEOUT)",
+            **{"model.n_layers": 1},
+        ),
         trial("learned pos", "E", "E", 1, ppl=5.1, bleu=20.4, params=510_976, **{"model.positional": "learned"}),
         trial("rope", "E", None, 1, ppl=4.9, bleu=21.0, **{"model.positional": "rope"}),
-    ]  # fmt: skip
+    ]

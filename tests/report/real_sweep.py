@@ -95,8 +95,14 @@ def write_sweep(folder: Path, name: str, cache: Path, rows: list[dict[str, Any]]
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}-exp.yaml").write_text(yaml.safe_dump(experiment(cache, 100)))
     sweep_file = folder / f"{name}.yaml"
-    sweep = {"name": name, "experiment": f"{name}-exp.yaml", "seeds": [1, 2], "launcher": {"name": "local"},
-             "wandb": {"mode": "disabled"}, "rows": rows or ROWS}  # fmt: skip
+    sweep = {
+        "name": name,
+        "experiment": f"{name}-exp.yaml",
+        "seeds": [1, 2],
+        "launcher": {"name": "local"},
+        "wandb": {"mode": "disabled"},
+        "rows": rows or ROWS,
+    }
     sweep_file.write_text(yaml.safe_dump(sweep, sort_keys=False))
     return sweep_file
 
@@ -130,7 +136,12 @@ def finish_by_hand(sweep_file: Path, prepared: Any, outputs: Outputs) -> None:
         rd.write_hypotheses("valid", hyps)
         rd.write_sentence_nll("valid", nll)
         bleu = BLEU().corpus_score(hyps, [refs[: len(hyps)]]).score
-        metrics = {"val/ppl": math.exp(sum(nll) / sum(tokens)), "val/bleu": bleu, "val/bleu_sentences": len(hyps),
-                   "params": 10_000, "run_dir": str(rd.path)}  # fmt: skip
+        metrics = {
+            "val/ppl": math.exp(sum(nll) / sum(tokens)),
+            "val/bleu": bleu,
+            "val/bleu_sentences": len(hyps),
+            "params": 10_000,
+            "run_dir": str(rd.path),
+        }
         assert store.claim(view.latest.storage_id, "test")
         store.finish(view.latest.storage_id, metrics)

@@ -74,10 +74,18 @@ def test_the_plot_draws_rows_without_paper_values(make_trial, tmp_path: Path) ->
 
 
 def test_other_changes_leave_out_what_columns_show_and_the_ignored_keys() -> None:
-    base = {"model": {"d_model": 64, "attention_dropout": 0.0, "norm": "layernorm"}, "train": {"lr_factor": 1.0,
-            "seed": 1}, "logging": {"name": "base"}, "eval": {"beam_size": 4}}  # fmt: skip
-    row = {"model": {"d_model": 32, "attention_dropout": 0.1, "norm": "rmsnorm"}, "train": {"lr_factor": 0.5,
-           "seed": 2}, "logging": {"name": "row"}, "eval": {"beam_size": 1}}  # fmt: skip
+    base = {
+        "model": {"d_model": 64, "attention_dropout": 0.0, "norm": "layernorm"},
+        "train": {"lr_factor": 1.0, "seed": 1},
+        "logging": {"name": "base"},
+        "eval": {"beam_size": 4},
+    }
+    row = {
+        "model": {"d_model": 32, "attention_dropout": 0.1, "norm": "rmsnorm"},
+        "train": {"lr_factor": 0.5, "seed": 2},
+        "logging": {"name": "row"},
+        "eval": {"beam_size": 1},
+    }
     assert other_changes(row, base) == "eval.beam_size=1 model.attention_dropout=0.1 train.lr_factor=0.5"
     assert other_changes(row, base, ignore=["train.lr_factor"]) == "eval.beam_size=1 model.attention_dropout=0.1"
     assert other_changes(base, base) is None
@@ -94,8 +102,12 @@ def test_slot_settings_read_old_configs() -> None:
 def test_a_base_that_is_not_the_papers_says_so(make_trial, snapshot_results) -> None:
     pre = {**SLOTS, "model.residual": "pre"}
     table = build_table(
-        [make_trial("base", "base", "base", ppl=4.3, bleu=26.0, **pre),
-         make_trial("N=1", "C", "C1", ppl=4.8, bleu=24.7, **{**pre, "model.n_layers": 1})], name="pre")  # fmt: skip
+        [
+            make_trial("base", "base", "base", ppl=4.3, bleu=26.0, **pre),
+            make_trial("N=1", "C", "C1", ppl=4.8, bleu=24.7, **{**pre, "model.n_layers": 1}),
+        ],
+        name="pre",
+    )
     for fmt in ("text", "md", "json", "latex"):
         assert "differs from the paper's base model in: residual=pre (paper: post)" in render(table, fmt), fmt
     plain = build_table([make_trial("base", "base", "base", ppl=4.3, bleu=26.0, **SLOTS)], name="post")

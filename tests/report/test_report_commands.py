@@ -35,8 +35,14 @@ rows:
 """
 
 # (row, seed) -> (PPL, BLEU); absent: still waiting
-FAKE = {("base", 1): (8.0, 12.0), ("base", 2): (8.4, 11.6), ("h=1", 1): (8.9, 11.0), ("h=1", 2): (9.1, 10.8),
-        ("N=1", 1): (10.5, 9.0), ("eps_ls=0.0", 1): (7.5, 11.9)}  # fmt: skip
+FAKE = {
+    ("base", 1): (8.0, 12.0),
+    ("base", 2): (8.4, 11.6),
+    ("h=1", 1): (8.9, 11.0),
+    ("h=1", 2): (9.1, 10.8),
+    ("N=1", 1): (10.5, 9.0),
+    ("eps_ls=0.0", 1): (7.5, 11.9),
+}
 
 
 @pytest.fixture
@@ -102,8 +108,10 @@ def test_table_imports_neither_torch_nor_lightning_nor_matplotlib(sweep_file: Pa
     assert out.stdout.splitlines()[-1] == "[]"
 
 
-@pytest.mark.skipif(shutil.which("wandb") is None and not (Path(sys.executable).parent / "wandb").exists(),
-                    reason="the wandb command line is not installed")  # fmt: skip
+@pytest.mark.skipif(
+    shutil.which("wandb") is None and not (Path(sys.executable).parent / "wandb").exists(),
+    reason="the wandb command line is not installed",
+)
 def test_summary_prints_plots_and_logs_an_offline_wandb_run(
     sweep_file: Path, fake_results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
@@ -114,7 +122,7 @@ def test_summary_prints_plots_and_logs_an_offline_wandb_run(
         "WANDB_CACHE_DIR": str(tmp_path / "wbcache"),
         "WANDB_CONFIG_DIR": str(tmp_path / "wbcfg"),
     }.items():
-        monkeypatch.setenv(key, value)  # fmt: skip
+        monkeypatch.setenv(key, value)
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     report = print_summary(open_sweep(sweep_file).sweep)
     out = capsys.readouterr().out

@@ -104,7 +104,7 @@ def test_an_effect_is_its_tests_estimate_so_it_sits_inside_its_interval() -> Non
     """Base has a third seed the row lacks (an outlier): the ratio of the means says -12.5%, the paired
     test over the two shared seeds +5% [+4%, +6%]. The point shown must be the test's."""
     from ablate.report.compare import effect_of
-    from ablate.report.table import Evidence, ReportRow, Stat, Table3
+    from ablate.report.rows import Evidence, ReportRow, Stat, Table3
     from ablate.stats.seeds import SeedComparison
 
     base = ReportRow("base", "base", None, {}, {}, ppl=Stat.of([10.0, 10.0, 16.0], [1, 2, 3]), is_base=True)

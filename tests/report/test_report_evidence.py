@@ -94,7 +94,6 @@ def test_md_and_json_carry_intervals_p_values_marks_and_the_floor(sweep_file: Pa
         for row in ("base", "eps_ls", "P_d", "N=2")
         if line.startswith("| ") and f" {row}" in line.split("|")[2]
     }
-    # fmt: skip
     assert cells["eps_ls"][13].endswith(")*") and cells["eps_ls"][17].endswith(")*")  # PPL and BLEU marked
     assert cells["eps_ls"][14].startswith("-") and "[" in cells["eps_ls"][14] and " / " in cells["eps_ls"][15]
     assert not cells["P_d"][13].endswith("*") and cells["P_d"][15].startswith("1.000 / ")

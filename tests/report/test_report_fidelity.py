@@ -50,8 +50,10 @@ def test_fidelity_summary_by_hand(make_trial) -> None:
 
 
 def test_fidelity_with_too_few_rows_says_so(make_trial) -> None:
-    rows = [make_trial("base", "base", "base", ppl=10.0, bleu=20.0),
-            make_trial("h=1", "A", "A1", ppl=11.0, bleu=19.0, **{"model.n_heads": 1})]  # fmt: skip
+    rows = [
+        make_trial("base", "base", "base", ppl=10.0, bleu=20.0),
+        make_trial("h=1", "A", "A1", ppl=11.0, bleu=19.0, **{"model.n_heads": 1}),
+    ]
     fid = fidelity(build_table(rows))
     assert fid.spearman_ppl is None and fid.n_ppl == 2
     assert "PPL n/a (n=2, needs 3+)" in fid.lines()[0]

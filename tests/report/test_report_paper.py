@@ -10,14 +10,26 @@ from ablate.report.paper import BASE_SETTINGS, COLUMN_KEYS, PAPER, changed_setti
 # (PPL, BLEU, params x10^6) as printed in Vaswani et al. 2017, Table 3 (None: no value printed).
 PRINTED = {
     "base": (4.92, 25.8, 65),
-    "A1": (5.29, 24.9, None), "A2": (5.00, 25.5, None), "A3": (4.91, 25.8, None), "A4": (5.01, 25.4, None),
-    "B1": (5.16, 25.1, 58), "B2": (5.01, 25.4, 60),
-    "C1": (6.11, 23.7, 36), "C2": (5.19, 25.3, 50), "C3": (4.88, 25.5, 80), "C4": (5.75, 24.5, 28),
-    "C5": (4.66, 26.0, 168), "C6": (5.12, 25.4, 53), "C7": (4.75, 26.2, 90),
-    "D1": (5.77, 24.6, None), "D2": (4.95, 25.5, None), "D3": (4.67, 25.3, None), "D4": (5.47, 25.7, None),
+    "A1": (5.29, 24.9, None),
+    "A2": (5.00, 25.5, None),
+    "A3": (4.91, 25.8, None),
+    "A4": (5.01, 25.4, None),
+    "B1": (5.16, 25.1, 58),
+    "B2": (5.01, 25.4, 60),
+    "C1": (6.11, 23.7, 36),
+    "C2": (5.19, 25.3, 50),
+    "C3": (4.88, 25.5, 80),
+    "C4": (5.75, 24.5, 28),
+    "C5": (4.66, 26.0, 168),
+    "C6": (5.12, 25.4, 53),
+    "C7": (4.75, 26.2, 90),
+    "D1": (5.77, 24.6, None),
+    "D2": (4.95, 25.5, None),
+    "D3": (4.67, 25.3, None),
+    "D4": (5.47, 25.7, None),
     "E": (4.92, 25.7, None),
     "big": (4.33, 26.4, 213),
-}  # fmt: skip
+}
 
 
 def test_every_row_and_value_matches_the_paper() -> None:
@@ -63,10 +75,18 @@ def test_unknown_row_is_a_one_line_error() -> None:
 
 def test_settings_of_a_resolved_config() -> None:
     cfg = {
-        "model": {"n_layers": 6, "d_model": 512, "d_ff": 2048, "n_heads": 8, "d_k": None, "d_v": None,
-                  "dropout": 0.1, "positional": {"name": "learned", "args": {}}},
+        "model": {
+            "n_layers": 6,
+            "d_model": 512,
+            "d_ff": 2048,
+            "n_heads": 8,
+            "d_k": None,
+            "d_v": None,
+            "dropout": 0.1,
+            "positional": {"name": "learned", "args": {}},
+        },
         "train": {"label_smoothing": 0.1, "max_steps": 100_000},
-    }  # fmt: skip
+    }
     assert settings_of(cfg) == BASE_SETTINGS | {"positional": "learned"}  # d_k, d_v default to d_model / h
     cfg["model"]["positional"] = {"name": "rope", "args": {"base": 500}}
     assert settings_of(cfg)["positional"] == "rope(base=500)"
@@ -75,9 +95,19 @@ def test_settings_of_a_resolved_config() -> None:
 
 def test_settings_of_follows_the_configs_depth_and_head_rules() -> None:
     cfg = {
-        "model": {"n_layers": 6, "n_enc_layers": 4, "n_dec_layers": None, "d_model": 256, "d_ff": 1024,
-                  "n_heads": 4, "d_k": 32, "d_v": None, "dropout": 0.1, "positional": "sinusoidal"},
+        "model": {
+            "n_layers": 6,
+            "n_enc_layers": 4,
+            "n_dec_layers": None,
+            "d_model": 256,
+            "d_ff": 1024,
+            "n_heads": 4,
+            "d_k": 32,
+            "d_v": None,
+            "dropout": 0.1,
+            "positional": "sinusoidal",
+        },
         "train": {"label_smoothing": 0.1, "max_steps": 10},
-    }  # fmt: skip
+    }
     settings = settings_of(cfg)
     assert settings["N"] == "4/6" and (settings["d_k"], settings["d_v"]) == (32, 64)

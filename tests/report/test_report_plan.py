@@ -11,7 +11,7 @@ from scipy import stats
 
 from ablate.cli import main
 from ablate.report.plan import plan_lines, plan_rows, power_of, seeds_needed
-from ablate.report.table import ReportRow, Stat, Table3
+from ablate.report.rows import ReportRow, Stat, Table3
 
 
 @pytest.mark.parametrize("sd, effect, n", [(0.02, 0.02, 4), (0.01, 0.01, 3), (0.03, 0.02, 10), (0.02, 0.005, 8)])

@@ -23,10 +23,14 @@ def test_plot_writes_a_readable_png(tmp_path: Path, snapshot_results) -> None:
 
 
 def test_plot_grows_with_rows(tmp_path: Path, make_trial) -> None:
-    few = [make_trial("base", "base", "base", ppl=5.0, bleu=20.0),
-           make_trial("h=1", "A", "A1", ppl=5.5, bleu=19.0, **{"model.n_heads": 1})]  # fmt: skip
-    many = few + [make_trial(f"N={n}", "C", None, ppl=5.0 + n, bleu=20.0 - n, **{"model.n_layers": n})
-                  for n in (1, 2, 4, 5, 6, 7, 8)]  # fmt: skip
+    few = [
+        make_trial("base", "base", "base", ppl=5.0, bleu=20.0),
+        make_trial("h=1", "A", "A1", ppl=5.5, bleu=19.0, **{"model.n_heads": 1}),
+    ]
+    many = few + [
+        make_trial(f"N={n}", "C", None, ppl=5.0 + n, bleu=20.0 - n, **{"model.n_layers": n})
+        for n in (1, 2, 4, 5, 6, 7, 8)
+    ]
     h_few = _png_size(plot_table(build_table(few), tmp_path / "few.png"))[1]
     h_many = _png_size(plot_table(build_table(many), tmp_path / "many.png"))[1]
     assert h_many > h_few + 200

@@ -154,8 +154,9 @@ def test_json_csv_md_carry_the_search(searched: tuple[Path, dict], capsys) -> No
 
     assert main(["table", str(sweep_file), "--format", "csv"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].endswith("tuned_params,search_trials,search_done,search_pruned,search_failed,"
-                             "best_value,best_trial,best_run")  # fmt: skip
+    assert lines[0].endswith(
+        "tuned_params,search_trials,search_done,search_pruned,search_failed,best_value,best_trial,best_run"
+    )
     assert len(lines) == 3 and f",{N_TRIALS},{N_TRIALS - 1},1,0," in lines[1]
 
     assert main(["table", str(sweep_file), "--format", "md"]) == 0

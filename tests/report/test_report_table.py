@@ -43,21 +43,55 @@ E,learned pos,E,,,,,,,,,,learned,5.1,,1,-0.1667,,,,,,,,,,,,,4.92,0.0,20.4,,1,-0.
 E,rope,,,,,,,,,,,rope,4.9,,1,-0.3667,,,,,,,,,,,,,,,21.0,,1,0.5,,,,,,,,,,,,,,,,,,478208,,1,1,done,holm
 """  # noqa: E501
 
-BASE_SETTINGS = {"N": 3, "d_model": 64, "d_ff": 256, "h": 8, "d_k": 8, "d_v": 8, "P_drop": 0.1, "eps_ls": 0.1,
-                 "train_steps": 300, "positional": "sinusoidal"}  # fmt: skip
+BASE_SETTINGS = {
+    "N": 3,
+    "d_model": 64,
+    "d_ff": 256,
+    "h": 8,
+    "d_k": 8,
+    "d_v": 8,
+    "P_drop": 0.1,
+    "eps_ls": 0.1,
+    "train_steps": 300,
+    "positional": "sinusoidal",
+}
 
 
 def _row(group: str, row: str, paper: str | None, changed: dict[str, Any], **values: Any) -> dict[str, Any]:
     rec = {
-        "group": group, "row": row, "paper": paper, "is_base": False,
-        "settings": {**BASE_SETTINGS, **changed}, "changed": changed,
-        "ppl": None, "ppl_std": None, "ppl_delta": None, "paper_ppl": None, "paper_ppl_delta": None,
-        "bleu": None, "bleu_std": None, "bleu_delta": None, "paper_bleu": None, "paper_bleu_delta": None,
-        "params": 478208, "paper_params_m": None, "n_done": 1, "n_trials": 1, "status": "done", "failures": [],
-        "learned": None, "no_bootstrap": None, "ppl_n": None, "bleu_n": None, "correction": "holm",
-        "ppl_last_quarter_drop": None, "learning": None,
-        "published_row": None, "published_bleu": None, "published_bleu_delta": None,
-    }  # fmt: skip
+        "group": group,
+        "row": row,
+        "paper": paper,
+        "is_base": False,
+        "settings": {**BASE_SETTINGS, **changed},
+        "changed": changed,
+        "ppl": None,
+        "ppl_std": None,
+        "ppl_delta": None,
+        "paper_ppl": None,
+        "paper_ppl_delta": None,
+        "bleu": None,
+        "bleu_std": None,
+        "bleu_delta": None,
+        "paper_bleu": None,
+        "paper_bleu_delta": None,
+        "params": 478208,
+        "paper_params_m": None,
+        "n_done": 1,
+        "n_trials": 1,
+        "status": "done",
+        "failures": [],
+        "learned": None,
+        "no_bootstrap": None,
+        "ppl_n": None,
+        "bleu_n": None,
+        "correction": "holm",
+        "ppl_last_quarter_drop": None,
+        "learning": None,
+        "published_row": None,
+        "published_bleu": None,
+        "published_bleu_delta": None,
+    }
     for m in ("ppl", "bleu"):  # no run directories here: no bootstrap; one seed: no Welch
         rec[f"{m}_significant"] = None
         rec.update(
@@ -94,17 +128,85 @@ EXPECTED_JSON = {
     "paper": "Vaswani et al. 2017, Attention Is All You Need, Table 3 (dev: newstest2013)",
     "base_row": "base",
     "rows": [
-        _row("base", "base", "base", {}, is_base=True, ppl=5.2667, ppl_std=0.3055, paper_ppl=4.92, bleu=20.5,
-             bleu_std=0.5, paper_bleu=25.8, paper_params_m=65, n_done=3, n_trials=3, ppl_n=3, bleu_n=3),
-        _row("A", "h=1", "A1", {"h": 1, "d_k": 64, "d_v": 64}, ppl=5.5, ppl_delta=0.2333, paper_ppl=5.29,
-             paper_ppl_delta=0.37, bleu=19.0, bleu_delta=-1.5, paper_bleu=24.9, paper_bleu_delta=-0.9, n_trials=3,
-             status="partial", failures=["seed 2: loss became NaN at step 120"]),
-        _row("B", "d_k=2", "B1", {"d_k": 2}, paper_ppl=5.16, paper_ppl_delta=0.24, paper_bleu=25.1,
-             paper_bleu_delta=-0.7, params=421952, paper_params_m=58, n_done=0, status="waiting"),
-        _row("C", "N=1", "C1", {"N": 1}, paper_ppl=6.11, paper_ppl_delta=1.19, paper_bleu=23.7, paper_bleu_delta=-2.1,
-             params=244864, paper_params_m=36, n_done=0, status="failed", failures=["seed 1: killed (SLURM TIMEOUT)"]),
-        _row("E", "learned pos", "E", {"positional": "learned"}, ppl=5.1, ppl_delta=-0.1667, paper_ppl=4.92,
-             paper_ppl_delta=0.0, bleu=20.4, bleu_delta=-0.1, paper_bleu=25.7, paper_bleu_delta=-0.1, params=510976),
+        _row(
+            "base",
+            "base",
+            "base",
+            {},
+            is_base=True,
+            ppl=5.2667,
+            ppl_std=0.3055,
+            paper_ppl=4.92,
+            bleu=20.5,
+            bleu_std=0.5,
+            paper_bleu=25.8,
+            paper_params_m=65,
+            n_done=3,
+            n_trials=3,
+            ppl_n=3,
+            bleu_n=3,
+        ),
+        _row(
+            "A",
+            "h=1",
+            "A1",
+            {"h": 1, "d_k": 64, "d_v": 64},
+            ppl=5.5,
+            ppl_delta=0.2333,
+            paper_ppl=5.29,
+            paper_ppl_delta=0.37,
+            bleu=19.0,
+            bleu_delta=-1.5,
+            paper_bleu=24.9,
+            paper_bleu_delta=-0.9,
+            n_trials=3,
+            status="partial",
+            failures=["seed 2: loss became NaN at step 120"],
+        ),
+        _row(
+            "B",
+            "d_k=2",
+            "B1",
+            {"d_k": 2},
+            paper_ppl=5.16,
+            paper_ppl_delta=0.24,
+            paper_bleu=25.1,
+            paper_bleu_delta=-0.7,
+            params=421952,
+            paper_params_m=58,
+            n_done=0,
+            status="waiting",
+        ),
+        _row(
+            "C",
+            "N=1",
+            "C1",
+            {"N": 1},
+            paper_ppl=6.11,
+            paper_ppl_delta=1.19,
+            paper_bleu=23.7,
+            paper_bleu_delta=-2.1,
+            params=244864,
+            paper_params_m=36,
+            n_done=0,
+            status="failed",
+            failures=["seed 1: killed (SLURM TIMEOUT)"],
+        ),
+        _row(
+            "E",
+            "learned pos",
+            "E",
+            {"positional": "learned"},
+            ppl=5.1,
+            ppl_delta=-0.1667,
+            paper_ppl=4.92,
+            paper_ppl_delta=0.0,
+            bleu=20.4,
+            bleu_delta=-0.1,
+            paper_bleu=25.7,
+            paper_bleu_delta=-0.1,
+            params=510976,
+        ),
         _row("E", "rope", None, {"positional": "rope"}, ppl=4.9, ppl_delta=-0.3667, bleu=21.0, bleu_delta=0.5),
     ],
     "alpha": 0.05,
@@ -112,18 +214,30 @@ EXPECTED_JSON = {
     "looks": None,
     "equivalence_margins": {"ppl": 0.02, "bleu": 0.3},
     "pairing": "seed-matched pairs pooled (row seed s vs base seed s, for every seed both finished; BLEU on the "
-               "first dev sentences both decoded)",
+    "first dev sentences both decoded)",
     "unigram_floor": None,
     "floor_note": None,
     "bleu_withheld": None,
     "undertrained": None,
     "not_translating": None,
     "base_chrf": None,
-    "fidelity": {"spearman_ppl": 0.866, "n_ppl": 3, "spearman_bleu": 1.0, "n_bleu": 3, "sign_agree_ppl": 1,
-                 "sign_n_ppl": 1, "sign_significant_ppl": 0, "sign_agree_bleu": 2, "sign_n_bleu": 2,
-                 "sign_significant_bleu": 0, "sign_min_paper_delta_ppl": 0.1, "sign_min_paper_delta_bleu": 0.1,
-                 "alpha": 0.05, "bleu_withheld": False},
-}  # fmt: skip
+    "fidelity": {
+        "spearman_ppl": 0.866,
+        "n_ppl": 3,
+        "spearman_bleu": 1.0,
+        "n_bleu": 3,
+        "sign_agree_ppl": 1,
+        "sign_n_ppl": 1,
+        "sign_significant_ppl": 0,
+        "sign_agree_bleu": 2,
+        "sign_n_bleu": 2,
+        "sign_significant_bleu": 0,
+        "sign_min_paper_delta_ppl": 0.1,
+        "sign_min_paper_delta_bleu": 0.1,
+        "alpha": 0.05,
+        "bleu_withheld": False,
+    },
+}
 
 
 def test_markdown_snapshot(snapshot_results) -> None:
@@ -168,8 +282,10 @@ def test_latex_fits_the_page_and_compiles_where_pdflatex_is(snapshot_results, tm
 
 
 def test_rows_follow_the_sweep_order_and_rows_not_in_the_store_show_as_waiting(make_trial) -> None:
-    results = [make_trial("h=4", "A", "A2", ppl=5.0, bleu=20.0, **{"model.n_heads": 4}),
-               make_trial("base", "base", "base", ppl=5.2, bleu=19.5)]  # fmt: skip
+    results = [
+        make_trial("h=4", "A", "A2", ppl=5.0, bleu=20.0, **{"model.n_heads": 4}),
+        make_trial("base", "base", "base", ppl=5.2, bleu=19.5),
+    ]
     table = build_table(results, row_order=["base", "h=1", "h=4"], row_info={"h=1": {"group": "A", "paper": "A1"}})
     assert [r.name for r in table.rows] == ["base", "h=1", "h=4"]
     missing = table.rows[1]
@@ -181,8 +297,9 @@ def test_rows_follow_the_sweep_order_and_rows_not_in_the_store_show_as_waiting(m
 
 
 def test_seeds_give_mean_and_sample_std(make_trial) -> None:
-    results = [make_trial("base", "base", "base", seed=s, ppl=p, bleu=b)
-               for s, p, b in ((1, 4.0, 10.0), (2, 6.0, 14.0))]  # fmt: skip
+    results = [
+        make_trial("base", "base", "base", seed=s, ppl=p, bleu=b) for s, p, b in ((1, 4.0, 10.0), (2, 6.0, 14.0))
+    ]
     row = build_table(results).rows[0]
     assert (row.ppl.mean, row.ppl.n) == (5.0, 2)
     assert row.ppl.std == pytest.approx(2**0.5)  # sample std (n - 1), as the paper's error bars would be
@@ -191,8 +308,10 @@ def test_seeds_give_mean_and_sample_std(make_trial) -> None:
 
 
 def test_nan_metrics_are_not_averaged(make_trial) -> None:
-    results = [make_trial("base", "base", "base", seed=1, ppl=5.0, bleu=20.0),
-               make_trial("base", "base", "base", seed=2, ppl=float("nan"), bleu=21.0)]  # fmt: skip
+    results = [
+        make_trial("base", "base", "base", seed=1, ppl=5.0, bleu=20.0),
+        make_trial("base", "base", "base", seed=2, ppl=float("nan"), bleu=21.0),
+    ]
     row = build_table(results).rows[0]
     assert (row.ppl.mean, row.ppl.n, row.bleu.n) == (5.0, 1, 2)
 
@@ -200,8 +319,10 @@ def test_nan_metrics_are_not_averaged(make_trial) -> None:
 def test_changed_cells_come_from_the_configs_not_the_row_names(make_trial) -> None:
     # A row whose overrides also touch a non-Table-3 key shows only the Table 3 cells it changes;
     # an encoder/decoder depth split shows as enc/dec.
-    results = [make_trial("base", "base", "base", ppl=5.0, bleu=20.0),
-               make_trial("deep enc", "C", None, ppl=4.8, bleu=20.2, **{"model.n_enc_layers": 4})]  # fmt: skip
+    results = [
+        make_trial("base", "base", "base", ppl=5.0, bleu=20.0),
+        make_trial("deep enc", "C", None, ppl=4.8, bleu=20.2, **{"model.n_enc_layers": 4}),
+    ]
     rows = build_table(results).rows
     assert rows[1].changed == {"N": "4/3"}
 

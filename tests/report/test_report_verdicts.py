@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from ablate.report.table import ReportRow, Stat, Table3
+from ablate.report.rows import ReportRow, Stat, Table3
 from ablate.report.verdicts import decide
 from ablate.stats.correction import adjust, holm
 

@@ -20,12 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from ablate.atomic import atomic_write_json
+from ablate.errors import TrainingDiverged  # the real one: the worker classifies by class
 from ablate.rundir import RunDir
 from ablate.train import preempt
-
-
-class TrainingDiverged(RuntimeError):
-    """Same name as the real one: the worker classifies it by name."""
 
 
 def behaviour(cfg: Any) -> dict[str, Any]:
@@ -58,8 +55,19 @@ def train(cfg: Any, output_dir: str, *, resume: bool = True, trainer_kwargs: Any
     calls = run.path / "calls.log"
     threads = {"omp": os.environ.get("OMP_NUM_THREADS"), "torch": _torch_threads()}
     with open(calls, "a") as f:
-        f.write(json.dumps({"pid": os.getpid(), "start": start, "wandb_id": wandb_id, "plugins": plugins,
-                            "threads": threads, "job": os.environ.get("SLURM_JOB_ID")}) + "\n")  # fmt: skip
+        f.write(
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "start": start,
+                    "wandb_id": wandb_id,
+                    "plugins": plugins,
+                    "threads": threads,
+                    "job": os.environ.get("SLURM_JOB_ID"),
+                }
+            )
+            + "\n"
+        )
     max_steps = int(cfg.train.max_steps)
     mode = args.get("mode", "ok")
     if mode == "error":
@@ -75,8 +83,16 @@ def train(cfg: Any, output_dir: str, *, resume: bool = True, trainer_kwargs: Any
             raise TrainingDiverged(f"loss became NaN at step {step}")
         atomic_write_json(run.last_ckpt, {"step": step})
         elapsed = time.time() - t0
-        run.write_progress({"step": step, "max_steps": max_steps, "train/loss": 1.0 / step,
-                            "val/ppl": 10.0 + 1.0 / step, "elapsed_s": elapsed, "eta_s": 0.0})  # fmt: skip
+        run.write_progress(
+            {
+                "step": step,
+                "max_steps": max_steps,
+                "train/loss": 1.0 / step,
+                "val/ppl": 10.0 + 1.0 / step,
+                "elapsed_s": elapsed,
+                "eta_s": 0.0,
+            }
+        )
         if step < max_steps:  # like the real trainer: a stop signal ends the step just checkpointed
             preempt.check(f"at step {step}")
     metrics = {

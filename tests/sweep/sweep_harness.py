@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,3 +54,31 @@ def calls(run_dir: str | Path) -> list[dict[str, Any]]:
 def ablate_cmd(*args: str) -> list[str]:
     """``ablate ARGS`` as a subprocess whose launchers run the fake trainer."""
     return [sys.executable, str(HERE / "fake_controller.py"), *args]
+
+
+def wait_for(cond: Callable[[], Any], timeout: float = 180.0, what: str = "condition", every: float = 0.3) -> Any:
+    """Poll ``cond`` until it returns something true (returned), or fail after ``timeout`` seconds."""
+    end = time.time() + timeout
+    while time.time() < end:
+        got = cond()
+        if got:
+            return got
+        time.sleep(every)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def first_trial_attempts(path: Path) -> list[Any]:
+    """The attempts of the first trial of the sweep file at ``path``, oldest first."""
+    from ablate.sweep.file.spec import load_sweep
+    from ablate.sweep.store.store import SweepStore
+
+    sweep = load_sweep(path)
+    return SweepStore.for_sweep(sweep).by_trial().get(sweep.trials[0].trial_id, [])
+
+
+def one_line_error(capsys: Any) -> str:
+    """What a command printed on stderr: exactly one line, ``error: ...``, no traceback."""
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("error: "), err
+    assert "Traceback" not in err
+    return err

@@ -86,8 +86,9 @@ def test_a_launcher_that_starts_nothing_fails_with_a_clear_line(
 
 def _view(row: str, state: str, attrs: dict[str, Any], run_dir: Path) -> Any:
     attempt = SimpleNamespace(state={"done": "COMPLETE", "running": "RUNNING"}.get(state, "FAIL"), attrs=attrs)
-    return SimpleNamespace(row=row, state=state, attempts=(attempt,), deciding=attempt,
-                           trial=SimpleNamespace(run_dir=str(run_dir / row)))  # fmt: skip
+    return SimpleNamespace(
+        row=row, state=state, attempts=(attempt,), deciding=attempt, trial=SimpleNamespace(run_dir=str(run_dir / row))
+    )
 
 
 @pytest.mark.parametrize(

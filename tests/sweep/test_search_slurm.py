@@ -45,7 +45,7 @@ def test_search_on_slurm_samples_prunes_and_finishes_once(slurm_cluster, tmp_pat
             "timeout_min": 10,
             "poll_s": 1,
             "array_parallelism": 2,
-        },  # fmt: skip
+        },
         "wandb": {"mode": "disabled"},
         "search": {
             "metric": "val/ppl",

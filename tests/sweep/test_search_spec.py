@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from sweep_harness import fake_env
+from sweep_harness import one_line_error as _one_line_error
 
 from ablate.cli import main
 from ablate.sweep.file.errors import SweepError
@@ -38,13 +39,6 @@ ROWS = [
 
 def _search_file(write_sweep: Callable[..., Path], search: dict[str, Any]) -> Path:
     return write_sweep(rows=ROWS, seeds=[1, 2], search=search)
-
-
-def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and err.startswith("error: "), err
-    assert "Traceback" not in err
-    return err
 
 
 def _nothing_stored(path: Path) -> None:

@@ -56,13 +56,22 @@ def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     return url
 
 
-def _sweep(folder: Path, name: str, url: str, rows: list[dict[str, Any]] = ROWS, seeds: tuple[int, ...] = (1, 2),
-           **search: Any) -> Sweep:  # fmt: skip
+def _sweep(
+    folder: Path, name: str, url: str, rows: list[dict[str, Any]] = ROWS, seeds: tuple[int, ...] = (1, 2), **search: Any
+) -> Sweep:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "exp.yaml").write_text(yaml.safe_dump(TINY_EXPERIMENT))
     spec = {"metric": "val/ppl", "n_trials": 4, "sampler": "tpe", "params": PARAMS, **search}
-    data = {"name": name, "experiment": "exp.yaml", "store": url, "seeds": list(seeds), "search": spec,
-            "launcher": {"name": "local", "slots": 2}, "wandb": {"mode": "disabled"}, "rows": rows}  # fmt: skip
+    data = {
+        "name": name,
+        "experiment": "exp.yaml",
+        "store": url,
+        "seeds": list(seeds),
+        "search": spec,
+        "launcher": {"name": "local", "slots": 2},
+        "wandb": {"mode": "disabled"},
+        "rows": rows,
+    }
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return load_sweep(path)
@@ -163,8 +172,14 @@ def played(tmp_path_factory: pytest.TempPathFactory, store_url: str) -> Played:
     assert store.claim(h1[3].storage_id, "tok")
     step(b, 100)  # base is over: its best re-runs; h=1 still has one running and one to retry
     p.told = {t.user_attrs["ablate_id"]: (t.state, t.value) for r in sweep.rows for t in _row_trials(store, sweep, r)}
-    p.outcome = {base[0].ablate_id: "done", base[1].ablate_id: "pruned", h1[0].ablate_id: "done",
-                 h1[1].ablate_id: "diverged", h1[2].ablate_id: "crashed", h1[3].ablate_id: "running"}  # fmt: skip
+    p.outcome = {
+        base[0].ablate_id: "done",
+        base[1].ablate_id: "pruned",
+        h1[0].ablate_id: "done",
+        h1[1].ablate_id: "diverged",
+        h1[2].ablate_id: "crashed",
+        h1[3].ablate_id: "running",
+    }
     assert store.retry(store.get(h1[2].storage_id))  # what the controller does with a crash
     _finish(store, _waiting(store, "search"))
     store.finish(h1[3].storage_id, {"val/ppl": _ppl(h1[3].attrs), "step": 12})
@@ -209,8 +224,13 @@ def test_each_trial_config_carries_its_sampled_params(played: Played) -> None:
 
 
 def test_results_are_told_to_the_row_study(played: Played) -> None:
-    expected = {"done": TrialState.COMPLETE, "pruned": TrialState.PRUNED, "diverged": TrialState.FAIL,
-                "crashed": TrialState.RUNNING, "running": TrialState.RUNNING}  # fmt: skip
+    expected = {
+        "done": TrialState.COMPLETE,
+        "pruned": TrialState.PRUNED,
+        "diverged": TrialState.FAIL,
+        "crashed": TrialState.RUNNING,
+        "running": TrialState.RUNNING,
+    }
     # a crash is retried by the controller, so its row-study trial waits for the retry's result
     by_id = {a.ablate_id: a for a in played.store.attempts()}
     for aid, outcome in played.outcome.items():
@@ -223,9 +243,13 @@ def test_results_are_told_to_the_row_study(played: Played) -> None:
         ft.user_attrs["ablate_id"]: ft for r in ("base", "h=1") for ft in _row_trials(played.store, played.sweep, r)
     }
     assert [final[aid].state for aid in played.outcome] == [
-        TrialState.COMPLETE, TrialState.PRUNED, TrialState.COMPLETE, TrialState.FAIL, TrialState.COMPLETE,
         TrialState.COMPLETE,
-    ]  # fmt: skip
+        TrialState.PRUNED,
+        TrialState.COMPLETE,
+        TrialState.FAIL,
+        TrialState.COMPLETE,
+        TrialState.COMPLETE,
+    ]
     for aid in played.outcome:
         if final[aid].state == TrialState.COMPLETE:
             assert final[aid].value == pytest.approx(_ppl(by_id[aid].attrs))
@@ -285,8 +309,10 @@ def test_status_shows_the_best_per_row(played: Played, capsys: pytest.CaptureFix
     assert "search: val/ppl (minimize), 4 trials per row" in out
     lines = {ln.split()[0]: ln for ln in out.splitlines() if "sampled" in ln}
     best = best_per_row(played.sweep.search, trial_states(played.store, played.sweep))
-    for row, counts in (("base", "4/4 sampled (3 done, 1 pruned, 0 running)"),
-                        ("h=1", "4/4 sampled (3 done, 0 pruned, 0 running, 1 failed)")):  # fmt: skip
+    for row, counts in (
+        ("base", "4/4 sampled (3 done, 1 pruned, 0 running)"),
+        ("h=1", "4/4 sampled (3 done, 0 pruned, 0 running, 1 failed)"),
+    ):
         assert counts in lines[row], lines[row]
         assert f"best {best[row].best_value:.4g} at train.lr_factor=" in lines[row]
         assert lines[row].endswith("best re-run: 2/2 done")

@@ -14,16 +14,15 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
+from sweep_harness import first_trial_attempts as _attempts
+from sweep_harness import wait_for as _wait
 
 from ablate.rundir import read_progress
 from ablate.sweep.file.spec import load_sweep
-from ablate.sweep.store.store import SweepStore
 
 pytestmark = [pytest.mark.slurm, pytest.mark.integration, pytest.mark.slow]
 
@@ -42,21 +41,6 @@ EXPERIMENT = {
     "eval": {"beam_size": 1, "bleu_max_sentences": 10, "test": False},
     "logging": {"wandb": "offline", "progress_bar": False},
 }
-
-
-def _wait(cond: Any, timeout: float, what: str) -> Any:
-    end = time.time() + timeout
-    while time.time() < end:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def _attempts(path: Path) -> list[Any]:
-    sweep = load_sweep(path)
-    return SweepStore.for_sweep(sweep).by_trial().get(sweep.trials[0].trial_id, [])
 
 
 def _job_log(path: Path) -> str:

@@ -6,8 +6,14 @@ from ablate.sweep.efficiency import efficiency_lines
 
 
 def _trial(train: float, val: float = 2.0, final: float = 3.0, startup: float = 5.0) -> dict:
-    return {"train_time_s": train, "val_time_s": val, "eval_time_s": final, "startup_s": startup, "data_s": 0.5,
-            "setup_s": 0.5}  # fmt: skip
+    return {
+        "train_time_s": train,
+        "val_time_s": val,
+        "eval_time_s": final,
+        "startup_s": startup,
+        "data_s": 0.5,
+        "setup_s": 0.5,
+    }
 
 
 def test_shares_add_up_and_idle_is_the_rest() -> None:

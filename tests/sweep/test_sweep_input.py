@@ -9,18 +9,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from sweep_harness import one_line_error as _one_line_error
 
 from ablate.cli import main
 from ablate.sweep.file.spec import load_sweep
 from ablate.sweep.plan import trial_states
 from ablate.sweep.store.store import SweepStore
-
-
-def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and err.startswith("error: "), err
-    assert "Traceback" not in err
-    return err
 
 
 def _store_file(path: Path) -> Path:

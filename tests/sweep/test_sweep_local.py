@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 from sweep_harness import ablate_cmd, calls, fake_env
+from sweep_harness import wait_for as _wait
 
 from ablate.cli import main
 from ablate.rundir import read_progress
@@ -29,15 +29,6 @@ def _attempts(path: Path) -> dict[str, list[tuple[int, str, str | None]]]:
     sweep = load_sweep(path)
     by = SweepStore.for_sweep(sweep).by_trial()
     return {t.row: [(a.attempt, a.state, a.kind) for a in by.get(t.trial_id, [])] for t in sweep.trials}
-
-
-def _wait(cond, timeout: float = 120.0, what: str = "condition") -> None:
-    end = time.time() + timeout
-    while time.time() < end:
-        if cond():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_sweep_runs_every_trial_once_and_a_rerun_launches_nothing(write_sweep, fake_trainer, capsys):

@@ -12,38 +12,23 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sweep_harness import calls, fake_env
+from sweep_harness import first_trial_attempts as _attempts
+from sweep_harness import wait_for as _wait
 
 from ablate.rundir import read_progress
 from ablate.sweep.file.spec import load_sweep
 from ablate.sweep.store.state import Attempt
-from ablate.sweep.store.store import SweepStore
 
 pytestmark = [pytest.mark.slurm, pytest.mark.integration]
 
 LAUNCHER = {"name": "slurm", "cpus_per_task": 1, "mem_gb": 1, "timeout_min": 10, "poll_s": 1}
 # What the fake trainer reports for any run of the tiny experiment at seed 1 (resume bookkeeping aside).
 SAME = ("val/ppl", "val/bleu", "test/bleu", "params", "step")
-
-
-def _wait(cond: Any, timeout: float, what: str) -> Any:
-    end = time.time() + timeout
-    while time.time() < end:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def _attempts(path: Path) -> list[Attempt]:
-    sweep = load_sweep(path)
-    return SweepStore.for_sweep(sweep).by_trial().get(sweep.trials[0].trial_id, [])
 
 
 def _finished(path: Path) -> list[Attempt] | None:

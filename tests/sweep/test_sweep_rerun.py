@@ -54,8 +54,12 @@ def test_a_rerun_of_a_finished_sweep_launches_nothing_and_imports_no_torch_or_wa
     env = fake_env({"WANDB_MODE": "offline"})
     done = subprocess.run(
         [sys.executable, "-c", code, *ablate_cmd("sweep", str(path))[1:]],  # fake_controller.py sweep FILE
-        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     assert out.splitlines()[-1] == "heavy: []"

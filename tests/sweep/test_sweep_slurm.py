@@ -12,6 +12,7 @@ import time
 
 import pytest
 from sweep_harness import ablate_cmd, calls, fake_env
+from sweep_harness import wait_for as _wait
 
 from ablate.rundir import read_progress
 from ablate.sweep.file.errors import SweepError
@@ -22,15 +23,6 @@ from ablate.sweep.store.store import SweepStore
 pytestmark = [pytest.mark.slurm, pytest.mark.integration]
 
 LAUNCHER = {"name": "slurm", "cpus_per_task": 1, "mem_gb": 1, "timeout_min": 10, "poll_s": 1}
-
-
-def _wait(cond, timeout: float = 180.0, what: str = "condition") -> None:
-    end = time.time() + timeout
-    while time.time() < end:
-        if cond():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _attempt(path):
@@ -124,8 +116,10 @@ def _kill_in_start_up(path) -> str:
 
     _wait(running, what="the job to start")
     subprocess.run(["scancel", "--signal=KILL", "--full", job], check=True)
-    _wait(lambda: "RUNNING" not in subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout,
-          what="the killed job to leave the queue")  # fmt: skip
+    _wait(
+        lambda: "RUNNING" not in subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout,
+        what="the killed job to leave the queue",
+    )
     return job
 
 

@@ -10,9 +10,10 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
+from ablate.errors import TrainingDiverged
 from ablate.eval.decode import greedy_search
 from ablate.eval.settings import DecodeSettings
-from ablate.train.system import TrainingDiverged, TranslationSystem
+from ablate.train.system import TranslationSystem
 
 PAD, BOS, EOS = 0, 2, 3
 
@@ -30,24 +31,11 @@ def copy_batch(n: int, vocab: int, gen: torch.Generator, lengths: tuple[int, int
     return {"src": src, "tgt_in": tgt_in, "tgt_out": tgt_out}
 
 
-def trainer(**kw) -> pl.Trainer:
-    base = dict(
-        accelerator="cpu",
-        devices=1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-    )
-    return pl.Trainer(**{**base, **kw})
-
-
-def test_hyperparameters_are_primitives_and_a_checkpoint_rebuilds_the_model(tiny_model_cfg, tmp_path):
+def test_hyperparameters_are_primitives_and_a_checkpoint_rebuilds_the_model(tiny_model_cfg, tmp_path, cpu_trainer):
     system = TranslationSystem(model=tiny_model_cfg, vocab_size=32, label_smoothing=0.1, warmup_steps=7)
     for value in system.hparams.values():
         assert isinstance(value, (int, float, str, bool, dict, type(None)))
-    tr = trainer(max_steps=1)
+    tr = cpu_trainer(max_steps=1)
     tr.fit(system, train_dataloaders=DataLoader([copy_batch(4, 32, torch.Generator().manual_seed(0))], batch_size=None))
     tr.save_checkpoint(tmp_path / "x.ckpt")
     loaded = TranslationSystem.load_from_checkpoint(tmp_path / "x.ckpt", map_location="cpu")
@@ -57,7 +45,7 @@ def test_hyperparameters_are_primitives_and_a_checkpoint_rebuilds_the_model(tiny
     torch.testing.assert_close(system(batch["src"], batch["tgt_in"]), loaded(batch["src"], batch["tgt_in"]))
 
 
-def test_learning_rate_follows_the_schedule_from_step_one(tiny_model_cfg):
+def test_learning_rate_follows_the_schedule_from_step_one(tiny_model_cfg, cpu_trainer):
     system = TranslationSystem(model=tiny_model_cfg, vocab_size=32, warmup_steps=4, lr_factor=2.0)
     seen: list[float] = []
 
@@ -66,18 +54,18 @@ def test_learning_rate_follows_the_schedule_from_step_one(tiny_model_cfg):
             seen.append(optimizer.param_groups[0]["lr"])
 
     gen = torch.Generator().manual_seed(0)
-    tr = trainer(max_steps=6, callbacks=[Spy()])
+    tr = cpu_trainer(max_steps=6, callbacks=[Spy()])
     tr.fit(system, train_dataloaders=DataLoader([copy_batch(4, 32, gen) for _ in range(6)], batch_size=None))
     expected = [2.0 * 16**-0.5 * min(s**-0.5, s * 4**-1.5) for s in range(1, 7)]
     assert seen == pytest.approx(expected)
 
 
-def test_val_ppl_is_exp_of_the_independent_corpus_mean_nll(tiny_model_cfg):
+def test_val_ppl_is_exp_of_the_independent_corpus_mean_nll(tiny_model_cfg, cpu_trainer):
     torch.manual_seed(0)
     system = TranslationSystem(model=tiny_model_cfg, vocab_size=32)
     gen = torch.Generator().manual_seed(3)
     batches = [copy_batch(n, 32, gen) for n in (5, 1, 9)]  # unequal sizes: a mean of batch means differs
-    (result,) = trainer().validate(system, dataloaders=DataLoader(batches, batch_size=None), verbose=False)
+    (result,) = cpu_trainer().validate(system, dataloaders=DataLoader(batches, batch_size=None), verbose=False)
     system.eval()
     total, count, batch_means = 0.0, 0, []
     with torch.no_grad():
@@ -92,7 +80,7 @@ def test_val_ppl_is_exp_of_the_independent_corpus_mean_nll(tiny_model_cfg):
     assert result["val/nll"] != pytest.approx(sum(batch_means) / len(batch_means), rel=1e-4)
 
 
-def test_nan_loss_raises_training_diverged_with_the_step(tiny_model_cfg):
+def test_nan_loss_raises_training_diverged_with_the_step(tiny_model_cfg, cpu_trainer):
     system = TranslationSystem(model=tiny_model_cfg, vocab_size=32)
     gen = torch.Generator().manual_seed(0)
     batches = [copy_batch(4, 32, gen) for _ in range(3)]
@@ -106,18 +94,20 @@ def test_nan_loss_raises_training_diverged_with_the_step(tiny_model_cfg):
                     next(pl_module.parameters()).fill_(float("nan"))
 
     with pytest.raises(TrainingDiverged, match="loss became NaN at step 3"):
-        trainer(max_steps=3, callbacks=[Poison()]).fit(system, train_dataloaders=DataLoader(batches, batch_size=None))
+        cpu_trainer(max_steps=3, callbacks=[Poison()]).fit(
+            system, train_dataloaders=DataLoader(batches, batch_size=None)
+        )
 
 
 @pytest.mark.slow
-def test_tiny_model_learns_the_copy_task(tiny_model_cfg):
+def test_tiny_model_learns_the_copy_task(tiny_model_cfg, cpu_trainer):
     torch.manual_seed(0)
     vocab = 12
     cfg = {**tiny_model_cfg, "d_model": 64, "d_ff": 128, "n_heads": 4, "dropout": 0.0}
     system = TranslationSystem(model=cfg, vocab_size=vocab, label_smoothing=0.0, warmup_steps=50)
     gen = torch.Generator().manual_seed(0)
     data = [copy_batch(64, vocab, gen) for _ in range(400)]
-    trainer(max_steps=400).fit(system, train_dataloaders=DataLoader(data, batch_size=None))
+    cpu_trainer(max_steps=400).fit(system, train_dataloaders=DataLoader(data, batch_size=None))
     test = copy_batch(200, vocab, torch.Generator().manual_seed(99))
     hyps = greedy_search(system.model.eval(), test["src"], DecodeSettings(beam_size=1, max_len_b=10))
     exact = sum(h.tokens == row[row > EOS].tolist() for h, row in zip(hyps, test["src"])) / len(hyps)

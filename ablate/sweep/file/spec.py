@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ablate.config import ConfigError, load_config, to_dict
-from ablate.rundir import safe_name as rundir_safe_name
+from ablate.rundir import safe_name
 from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.expand import as_layer, check_row, dotlist, expand_row, merge, set_dotted
 from ablate.sweep.file.ids import SeedIds, trial_id
@@ -83,7 +83,7 @@ class SweepFile:
     @property
     def runs_dir(self) -> Path:
         """``<runs>/<sweep name>``, the name made safe as a folder name (``..`` cannot leave ``runs/``)."""
-        return self.runs_root / safe_name(self.name, "sweep")
+        return self.runs_root / safe_name(self.name, fallback="sweep")
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ class Sweep:
     @property
     def runs_dir(self) -> Path:
         """``<runs>/<sweep name>``, the name made safe as a folder name (``..`` cannot leave ``runs/``)."""
-        return self.runs_root / safe_name(self.name, "sweep")
+        return self.runs_root / safe_name(self.name, fallback="sweep")
 
     @property
     def rows(self) -> list[str]:
@@ -156,12 +156,6 @@ def resolve_sweep_path(name: str | Path) -> Path:
             return c.resolve()
     where = ", ".join(str(c) for c in candidates)
     raise SweepError(f"{name}: no such sweep file (looked at {where}); give a path to a sweep YAML")
-
-
-def safe_name(name: str, fallback: str = "row") -> str:
-    """A row or sweep name as a folder name: letters, digits and ``-_.=`` kept, the rest ``_``; no leading
-    or trailing dot (``..`` and ``.hidden`` stay inside their parent)."""
-    return rundir_safe_name(name).strip("._") or fallback
 
 
 def read_sweep_file(path: str | Path) -> SweepFile:
@@ -242,7 +236,7 @@ def _make_trial(
     except ConfigError as exc:
         raise SweepError(str(exc)) from None
     tid = trial_id(config)
-    run_dir = sf.runs_dir / f"{safe_name(label)}-s{seed}-{tid[:8]}"
+    run_dir = sf.runs_dir / f"{safe_name(label, fallback='row')}-s{seed}-{tid[:8]}"
     config["logging"]["output_dir"] = str(run_dir.parent)
     return Trial(
         trial_id=tid,
@@ -267,7 +261,7 @@ def _reseed(runs_dir: str, first: Trial, seed: int, order: int, ids: SeedIds) ->
     at 10,000 seeds)."""
     config = {**first.config, "train": {**first.config["train"], "seed": seed}}
     tid = ids(seed)
-    run_dir = os.path.join(runs_dir, f"{safe_name(first.row)}-s{seed}-{tid[:8]}")  # as Path's /, faster
+    run_dir = os.path.join(runs_dir, f"{safe_name(first.row, fallback='row')}-s{seed}-{tid[:8]}")  # as Path's /, faster
     return replace(first, trial_id=tid, seed=seed, order=order, config=config, run_dir=run_dir)
 
 

@@ -41,8 +41,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ablate.rundir import safe_name
 from ablate.sweep.file.errors import SweepError
-from ablate.sweep.file.spec import safe_name
 from ablate.sweep.launch.base import Launcher
 from ablate.sweep.launch.registry import LAUNCHERS
 from ablate.sweep.store.state import Attempt
@@ -257,7 +257,7 @@ class SlurmLauncher(Launcher):
         if trial_fn is not None:
             self.trial_fn = trial_fn
         self.folder = self.cfg.get("folder") or str(
-            self.sweep.path.parent / ".ablate" / "slurm" / safe_name(self.sweep.name, "sweep")
+            self.sweep.path.parent / ".ablate" / "slurm" / safe_name(self.sweep.name, fallback="sweep")
         )
         self._states: dict[str, str] = {}
         self.submitted: list[str] = []

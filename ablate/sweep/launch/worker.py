@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ablate.errors import AblateError, Pruned
+from ablate.errors import AblateError, Pruned, TrainingDiverged
 from ablate.sweep.file.plugins import import_plugins
 from ablate.sweep.plan.plans import attempt_callbacks
 from ablate.sweep.store.store import SweepStore
@@ -59,9 +59,9 @@ def _stored_config(store: SweepStore, attrs: dict[str, Any]) -> Any:
 
 
 def _is_divergence(exc: BaseException) -> bool:
-    # Matched by name so this module does not import the training stack (and its Lightning) to
-    # classify an error; ablate.train raises TrainingDiverged("loss became NaN at step N").
-    return any(cls.__name__ == "TrainingDiverged" for cls in type(exc).__mro__)
+    # ablate.train raises TrainingDiverged("loss became NaN at step N"); it lives in ablate.errors, so
+    # classifying an error imports nothing of the training stack (and its Lightning).
+    return isinstance(exc, TrainingDiverged)
 
 
 class _Heartbeat(threading.Thread):

@@ -193,13 +193,19 @@ class Searcher:
             )
         return study
 
+    def _storage_id(self, study: Any, number: int) -> int:
+        """The storage id of a row study's trial, through Optuna's public storage API (two small queries:
+        an ask or an orphan is rare, unlike the store's reads of every trial)."""
+        storage = self.store.storage
+        return storage.get_trial_id_from_study_id_trial_number(storage.get_study_id_from_name(study.study_name), number)
+
     def step(self, room: int, cost: Mapping[str, float] | None = None) -> list[str]:
         """Tell finished results, then ask up to ``room`` new trials; returns notes for the user.
 
         Rows take turns (the row with the fewest trials next); among those, the costliest row first
         (``cost``: row -> FLOPs), so the big rows do not start last and leave slots idle at the end."""
         notes: list[str] = []
-        self.store._open(create=True)  # noqa: SLF001 - the sweep's own study must exist first
+        self.store.open_to_write()  # the sweep's own study must exist first
         with self.store.lock():
             by_trial: dict[str, Sequence[Attempt]] = dict(self.store.by_trial())  # + trials made in this step
             rows = [self._tell(t.row, by_trial) for t in self.sweep.templates]
@@ -239,7 +245,7 @@ class Searcher:
                 continue
             aid = ft.user_attrs.get("ablate_id")
             if aid is None or str(aid) not in by_trial:
-                self.store.storage.set_trial_user_attr(ft._trial_id, "orphan", True)  # noqa: SLF001
+                self.store.storage.set_trial_user_attr(self._storage_id(study, ft.number), "orphan", True)
                 study.tell(ft.number, state=TrialState.FAIL, skip_if_finished=True)
                 told = True
                 continue
@@ -297,9 +303,9 @@ class Searcher:
             "phase": "search",
             "study": study.study_name,
             "number": trial.number,
-            "trial_id": trial._trial_id,
+            "trial_id": self._storage_id(study, trial.number),
             "params": params,
-        }  # noqa: SLF001
+        }
         try:
             t = sample_trial(self.sweep, r.row, params, self.sweep.templates[0].seed, info)
         except SweepError:

@@ -63,7 +63,8 @@ def open_store(url: str, study_name: str, create: bool) -> Opened:
         if not create:
             raise SweepError(f"store {url}: no study {study_name!r} yet; run `ablate sweep` first") from None
         study = optuna.create_study(study_name=study_name, storage=storage, load_if_exists=True)
-        return Opened(study._study_id, getattr(storage, "engine", None), storage, True)  # noqa: SLF001
+        study_id = storage.get_study_id_from_name(study.study_name)
+        return Opened(study_id, getattr(storage, "engine", None), storage, True)
 
 
 def _open_to_read(url: str, study_name: str) -> Opened:

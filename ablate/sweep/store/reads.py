@@ -27,6 +27,7 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
+from ablate.stack_private import optuna_trial_id
 from ablate.sweep.store.sql_reads import LIVE, SchemaMismatch, TableReader
 from ablate.sweep.store.state import Attempt
 
@@ -36,7 +37,7 @@ T = TypeVar("T")
 def _attempt(t: Any) -> Attempt | None:
     if "ablate_id" not in t.user_attrs:
         return None
-    return Attempt(t.number, t._trial_id, t.state.name, dict(t.user_attrs))  # noqa: SLF001 - storage id
+    return Attempt(t.number, optuna_trial_id(t), t.state.name, dict(t.user_attrs))
 
 
 class AttemptReader:
@@ -110,7 +111,7 @@ class AttemptReader:
             return self._read_all(storage, study_id)
         states = (TrialState.WAITING, TrialState.RUNNING)
         live_trials = storage.get_all_trials(study_id, deepcopy=False, states=states)
-        live_ids = {t._trial_id for t in live_trials}  # noqa: SLF001
+        live_ids = {optuna_trial_id(t) for t in live_trials}
         for gone in self.live_ids - live_ids:  # finished since the last read: fetched alone
             a = _attempt(storage.get_trial(gone))
             if a is None:
@@ -138,7 +139,7 @@ class AttemptReader:
         trials = storage.get_all_trials(study_id, deepcopy=False)
         out = [a for t in trials if (a := _attempt(t)) is not None]
         self.finished = {a.storage_id: a for a in out if a.state not in LIVE}
-        self.live_ids = {t._trial_id for t in trials if t.state.name in LIVE}  # noqa: SLF001
+        self.live_ids = {optuna_trial_id(t) for t in trials if t.state.name in LIVE}
         self.other = sum(1 for t in trials if "ablate_id" not in t.user_attrs and t.state.name not in LIVE)
         return out
 

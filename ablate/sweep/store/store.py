@@ -74,6 +74,10 @@ class SweepStore:
             return False
         return True
 
+    def open_to_write(self) -> None:
+        """Open the store to write, creating the sweep's study when it is missing."""
+        self._open(create=True)
+
     def _open(self, create: bool) -> None:
         if self._study_id is not None and (self._checked or not create):
             return
