@@ -29,14 +29,17 @@ __all__ = ["ConfigError", "Registry", "RegistryError", "build_model", "count_par
 
 
 def build_model(model_cfg: Any, vocab_size: int, pad_id: int = 0) -> Any:
-    """Build the Transformer a ``model`` config section describes (see ablate.model.build)."""
+    """Build the Transformer a ``model`` config section describes (``cfg.model``, a ModelConfig or a
+    stored mapping; see ablate.model.build)."""
+    from ablate.config import model_section
     from ablate.model.build import build_model as _build
 
-    return _build(model_cfg, vocab_size=vocab_size, pad_id=pad_id)
+    return _build(model_section(model_cfg), vocab_size=vocab_size, pad_id=pad_id)
 
 
 def count_parameters(model_cfg: Any, vocab_size: int) -> int:
     """Closed-form parameter count of ``model_cfg`` without allocating the model."""
-    from ablate.model.build import count_parameters as _count
+    from ablate.config import model_section
+    from ablate.config.size import count_parameters as _count
 
-    return _count(model_cfg, vocab_size=vocab_size)
+    return _count(model_section(model_cfg), vocab_size=vocab_size)

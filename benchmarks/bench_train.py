@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
 from ablate.config import model_section
-from ablate.model.build import train_flops
+from ablate.config.size import train_flops
 from ablate.train.schedule import noam_scheduler
 from ablate.train.system import TranslationSystem
 

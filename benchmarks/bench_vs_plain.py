@@ -39,12 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from plain_reference import PAD, PlainTransformer, plain_beam, plain_train  # noqa: E402
 
 from ablate.config import from_dict, load_config, model_section, read_yaml  # noqa: E402
+from ablate.config.size import train_flops  # noqa: E402
 from ablate.data.batching import TokenBucketBatchSampler, collate  # noqa: E402
 from ablate.data.prepare import prepare_data  # noqa: E402
 from ablate.eval.corpus import bleu_set  # noqa: E402
 from ablate.eval.decode import beam_search  # noqa: E402
 from ablate.eval.settings import DecodeSettings  # noqa: E402
-from ablate.model.build import train_flops  # noqa: E402
 from ablate.train.host import keep_freed_memory  # noqa: E402
 from ablate.train.system import TranslationSystem, load_system  # noqa: E402
 

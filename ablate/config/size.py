@@ -153,7 +153,16 @@ def train_flops(
     tgt_len: float | None = None,
 ) -> float:
     """Estimated forward + backward FLOPs for a batch of ``src_tokens`` / ``tgt_tokens`` tokens of a
-    checked ``model`` section (the model of ablate/model/build.py's ``train_flops``, which documents it)."""
+    checked ``model`` section (the model ``ablate.model.build_model`` builds).
+
+    Forward: matmuls at 2*m*n*k (projections, FFN at 2 FLOPs per FFN parameter, attention scores
+    Q.K^T and weights.V at the average lengths ``src_len`` / ``tgt_len`` (causal self-attention sees
+    (T+1)/2 keys on average), cross-attention K/V once per source token per decoder layer, and the
+    V-way output projection). Training = 3x forward (the backward pass costs about twice the forward).
+    Lengths default to TYPICAL_SENTENCE_LEN (32). The K/V projections move with the attention slot's
+    own parameter count against multi-head attention's, so GQA / MQA cost their fewer key/value heads;
+    the scores are h query heads over every key, whatever the variant.
+    """
     n_enc, n_dec = enc_dec_layers(m)
     d_k, d_v = head_dims(m)
     d, h = m.d_model, m.n_heads

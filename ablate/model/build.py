@@ -1,10 +1,11 @@
-"""From a ``model`` config section to a Transformer, its parameter count and its training FLOPs.
+"""From a ``model`` config section to a Transformer (its parameter count and training FLOPs, computed
+without building it: ablate/config/size.py).
 
 This is the only code that reads model config (Table 3's knobs: N, d_model, d_ff, h, d_k, d_v,
 P_drop, positional encoding, residual placement). Modules below receive built children and plain numbers.
 
-Every function here takes a ``model`` section in its one shape, a frozen ``ModelConfig``
-(``model_section(cfg.model)``, or of a stored dict), or anything ``model_section`` turns into one. It
+:func:`build_model` takes a ``model`` section in its one shape, a frozen ``ModelConfig``
+(``model_section(cfg.model)``, or of a stored dict; ``ablate.build_model`` accepts any of them). It
 was checked when it was loaded (values, variant names, slot args, cross-section limits), so nothing
 here checks it again.
 
@@ -36,15 +37,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import torch
 from torch import nn
 
-from ablate.config import model_section
 from ablate.config.schema import ModelConfig, enc_dec_layers
-from ablate.config.size import count_parameters as closed_form_count
-from ablate.config.size import train_flops as estimate_flops
 from ablate.data.special import PAD_ID
 from ablate.model.slots import Slot, model_slots
 from ablate.model.transformer import DecoderLayer, EncoderLayer, Transformer
@@ -89,11 +87,12 @@ class _PartStreams:
             return build()
 
 
-def build_model(model_cfg: ModelConfig | Any, vocab_size: int, pad_id: int = PAD_ID) -> Transformer:
-    """Build the encoder-decoder Transformer a loaded ``model`` section describes (see the module docstring)."""
+def build_model(m: ModelConfig, vocab_size: int, pad_id: int = PAD_ID) -> Transformer:
+    """Build the encoder-decoder Transformer a ``model`` section describes (see the module docstring)."""
+    if not isinstance(m, ModelConfig):
+        raise TypeError(f"build_model takes a ModelConfig (model_section(cfg.model)), got {type(m).__name__}")
     if vocab_size <= pad_id or vocab_size < 2:
         raise ValueError(f"vocab_size={vocab_size} must exceed pad_id={pad_id}; check the prepared vocabulary")
-    m = model_section(model_cfg)
     slots = model_slots(m)
     n_enc, n_dec = enc_dec_layers(m)
     norm, attn, ffn = slots["norm"], slots["attention"], slots["ffn"]
@@ -130,31 +129,3 @@ def build_model(model_cfg: ModelConfig | Any, vocab_size: int, pad_id: int = PAD
         scale_embeddings=m.scale_embeddings,
         pad_id=pad_id,
     )
-
-
-def count_parameters(model_cfg: ModelConfig | Any, vocab_size: int) -> int:
-    """Closed-form parameter count of ``build_model(model_cfg, vocab_size)``; allocates nothing
-    (the arithmetic, torch-free: ablate/config/size.py)."""
-    return closed_form_count(model_section(model_cfg), vocab_size)
-
-
-def train_flops(
-    model_cfg: ModelConfig | Any,
-    vocab_size: int,
-    src_tokens: float,
-    tgt_tokens: float,
-    src_len: float | None = None,
-    tgt_len: float | None = None,
-) -> float:
-    """Estimated forward + backward FLOPs for a batch of ``src_tokens`` / ``tgt_tokens`` tokens.
-
-    Forward: matmuls at 2*m*n*k (projections, FFN at 2 FLOPs per FFN parameter, attention scores
-    Q.K^T and weights.V at the average lengths ``src_len`` / ``tgt_len`` (causal self-attention sees
-    (T+1)/2 keys on average), cross-attention K/V once per source token per decoder layer, and the
-    V-way output projection). Training = 3x forward (the backward pass costs about twice the forward).
-    Lengths default to TYPICAL_SENTENCE_LEN (32, ablate/config/size.py, which does the arithmetic without
-    torch). The K/V projections move with the attention slot's own parameter count against multi-head
-    attention's, so GQA / MQA cost their fewer key/value heads; the scores are h query heads over every
-    key, whatever the variant.
-    """
-    return estimate_flops(model_section(model_cfg), vocab_size, src_tokens, tgt_tokens, src_len, tgt_len)

@@ -30,8 +30,9 @@ import torch
 import torch.nn.functional as F
 
 from ablate.config import model_section
+from ablate.config.size import count_parameters
 from ablate.errors import ContractError
-from ablate.model.build import build_model, count_parameters
+from ablate.model.build import build_model
 from ablate.model.slots import SLOT_REGISTRIES
 from ablate.model.transformer import Transformer
 

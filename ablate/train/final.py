@@ -79,7 +79,8 @@ def final_metrics(
     (:class:`ablate.data.budget.Budget`) adds the rule that set the steps and the epochs and target
     tokens they came to.
     """
-    from ablate.model.build import count_parameters
+    from ablate.config import model_section
+    from ablate.config.size import count_parameters
 
     t_eval = time.monotonic()
     step = int(trainer.global_step)
@@ -91,7 +92,7 @@ def final_metrics(
     tokens_per_sec = monitor.tokens_per_sec or float(rd.read_progress().get("tokens_per_sec") or 0.0)
     metrics.update(
         {
-            "params": int(count_parameters(cfg.model, prepared.vocab_size)),
+            "params": int(count_parameters(model_section(cfg.model), prepared.vocab_size)),
             "tokens_per_sec": tokens_per_sec,
             "train_time_s": monitor.train_seconds,
             "wall_time_s": time.monotonic() - t0,

@@ -10,6 +10,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
+import ablate
 import ablate.config.check
 import ablate.model.slots
 from ablate.config import ConfigError, ModelConfig, from_dict, load_config, model_section, to_dict
@@ -28,21 +29,27 @@ def test_the_section_from_load_from_dict_and_model_section_is_one_shape(tiny_mod
     assert all(type(s) is ModelConfig for s in sections) and len(set(map(repr, sections))) == 1
     with pytest.raises(dataclasses.FrozenInstanceError):
         sections[0].d_model = 32  # type: ignore[misc]
-    assert len({count_parameters(s, 32) for s in [*inputs, *sections]}) == 1
+    assert len({ablate.count_parameters(s, 32) for s in [*inputs, *sections]}) == 1  # the public door converts
     assert all(build_model(s, vocab_size=32).d_model == 16 for s in sections)
+
+
+def test_the_builder_takes_one_shape(tiny_model_cfg: dict[str, Any]) -> None:
+    with pytest.raises(TypeError, match="takes a ModelConfig"):
+        build_model(tiny_model_cfg, vocab_size=32)  # type: ignore[arg-type]
+    assert ablate.build_model(tiny_model_cfg, vocab_size=32).d_model == 16
 
 
 @pytest.mark.parametrize("shape", ["namespace", "unknown key"])
 def test_other_shapes_are_refused(tiny_model_cfg: dict[str, Any], shape: str) -> None:
     other = SimpleNamespace(**tiny_model_cfg) if shape == "namespace" else {**tiny_model_cfg, "d_modl": 4}
     error, match = (TypeError, "expected a model section") if shape == "namespace" else (ConfigError, "'d_modl'")
-    for call in (lambda: build_model(other, 32), lambda: count_parameters(other, 32)):
+    for call in (lambda: ablate.build_model(other, 32), lambda: ablate.count_parameters(other, 32)):
         with pytest.raises(error, match=match):
             call()
 
 
 def test_builders_do_not_check_again(tiny_model_cfg: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    section = _load(tiny_model_cfg).model
+    section = model_section(_load(tiny_model_cfg).model)
 
     def checked_again(*_: Any, **__: Any) -> None:
         raise AssertionError("the model section was checked a second time")
@@ -57,12 +64,14 @@ def test_builders_do_not_check_again(tiny_model_cfg: dict[str, Any], monkeypatch
 
 def test_slot_args_reach_the_module(tiny_model_cfg: dict[str, Any]) -> None:
     cfg = _load({**tiny_model_cfg, "norm": {"name": "layernorm", "args": {"eps": 1e-3}}})
-    model = build_model(cfg.model, vocab_size=32)
+    model = build_model(model_section(cfg.model), vocab_size=32)
     assert model.encoder_layers[0].res_attn.norm.eps == 1e-3
 
 
 def test_different_encoder_and_decoder_depths(tiny_model_cfg: dict[str, Any]) -> None:
-    model = build_model(_load({**tiny_model_cfg, "n_enc_layers": 3, "n_dec_layers": 2}).model, vocab_size=32)
+    model = build_model(
+        model_section(_load({**tiny_model_cfg, "n_enc_layers": 3, "n_dec_layers": 2}).model), vocab_size=32
+    )
     assert (len(model.encoder_layers), len(model.decoder_layers)) == (3, 2)
 
 
@@ -112,7 +121,7 @@ def _seeded_build(seed: int, *overrides: str) -> tuple[dict[str, torch.Tensor], 
 
     torch.manual_seed(seed)
     base = ["model.n_layers=2", "model.d_model=32", "model.d_ff=64", "model.n_heads=4", *overrides]
-    model = build_model(load_config(None, base).model, 50)
+    model = build_model(model_section(load_config(None, base).model), 50)
     return model.state_dict(), torch.rand(4)
 
 

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from ablate.config import ConfigError, load_config
+from ablate.config import ConfigError, load_config, model_section
 from ablate.model.build import build_model
 from ablate.train.lengths import check_positions
 
@@ -37,7 +37,7 @@ def _cfg(positional: str):
 
 def test_a_long_dev_sentence_and_a_learned_table_is_one_config_error() -> None:
     cfg = _cfg("learned")
-    model = build_model(cfg.model, vocab_size=32)
+    model = build_model(model_section(cfg.model), vocab_size=32)
     with pytest.raises(ConfigError) as err:
         check_positions(cfg, _Prepared(src=[10, 134], tgt=[12, 120]), model)
     msg = str(err.value)
@@ -48,4 +48,4 @@ def test_a_long_dev_sentence_and_a_learned_table_is_one_config_error() -> None:
 @pytest.mark.parametrize("positional", ["sinusoidal", "rope", "alibi", "t5", "none"])
 def test_encodings_that_extrapolate_accept_any_length(positional: str) -> None:
     cfg = _cfg(positional)
-    check_positions(cfg, _Prepared(src=[500], tgt=[480]), build_model(cfg.model, vocab_size=32))
+    check_positions(cfg, _Prepared(src=[500], tgt=[480]), build_model(model_section(cfg.model), vocab_size=32))
