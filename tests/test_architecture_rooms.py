@@ -3,9 +3,9 @@
 - the sweep wing's four rooms point one way: ``launch/ -> plan/ -> store/ -> file/`` (a room imports
   its own files and the rooms below it; the wing's top-level modules, ``commands`` and ``loader``,
   may import any room, and no room imports them);
-- the store knows no policy: nothing in ``store/`` or ``launch/`` imports a plan's own module (the
-  launcher holds one :class:`~ablate.sweep.plan.plans.SweepPlan`) or reads a sweep's ``search`` /
-  ``adaptive`` block;
+- only the plan room knows the policies: nothing in ``store/``, ``launch/`` or the wing's commands
+  imports a policy's own module or reads a sweep's ``search`` / ``adaptive`` block (the launcher
+  holds one :class:`~ablate.sweep.plan.plans.SweepPlan`, the commands ask :mod:`ablate.sweep.plan.plans`);
 - the statistics room imports no model, data, training or scoring code, nor torch or Lightning;
 - a file over 350 lines says why in its module docstring;
 - the wing's import graph, per file, does not grow (``python tests/test_architecture_rooms.py``
@@ -27,7 +27,8 @@ from test_architecture import PACKAGE, import_graph, modules  # noqa: E402
 WING = "ablate.sweep"
 ROOMS = {"file": 0, "store": 1, "plan": 2, "launch": 3}  # the rank of each room: arrows go to lower ranks
 TOP = len(ROOMS)  # the wing's own modules (commands, loader, efficiency, wandb_net)
-POLICIES = {"grid", "search", "adaptive", "pruning", "search_results"}  # plan/ files that are one policy
+POLICIES = {"grid", "search", "search_plan", "adaptive", "pruning", "search_results"}  # plan/ files of one policy
+OUTSIDE_POLICIES = (ROOMS["store"], ROOMS["launch"], TOP)  # what may not know them: all but plan/ and file/
 LONG_FILE = 350
 LONG_REASON = "Why this file is long:"
 
@@ -72,15 +73,15 @@ def test_the_rule_finds_an_arrow_back_up() -> None:
     assert rank("ablate.sweep.file.spec") == 0 and rank("ablate.sweep.launch") == 3
 
 
-def test_the_store_and_the_launchers_know_no_policy() -> None:
+def test_only_the_plan_room_knows_the_policies() -> None:
     named = []
     for m, deps in wing_graph().items():
-        if rank(m) in (ROOMS["store"], ROOMS["launch"]):
+        if rank(m) in OUTSIDE_POLICIES:
             named += [f"{m} -> {d}" for d in deps if d.split(".")[2:4] in (["plan", p] for p in POLICIES)]
     assert named == []
     reads = []
     for name, path in modules().items():
-        if name.startswith((f"{WING}.store", f"{WING}.launch")):
+        if name.startswith(f"{WING}.") and rank(name) in OUTSIDE_POLICIES:
             tree = ast.parse(path.read_text(encoding="utf-8"))
             reads += [f"{name}:{node.lineno} .{node.attr}" for node in ast.walk(tree) if reads_a_block(node)]
     assert reads == []
@@ -134,7 +135,7 @@ def test_a_long_file_says_why() -> None:
 
 
 # The wing's size, per file: a ratchet (lower these when the wing shrinks, never raise them).
-MAX_ARROWS, MAX_FLOORS = 125, 15
+MAX_ARROWS, MAX_FLOORS = 124, 14
 
 
 def test_the_wing_graph_does_not_grow() -> None:

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import ablate.sweep.plan.plans as plans
 from ablate.sweep.dry_run import print_dry_run
 from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.launch.progress import render_table, title, trial_lines
 from ablate.sweep.loader import MAX_TRIALS, OpenSweep, open_sweep
-from ablate.sweep.plan import trial_states
 from ablate.sweep.store.state import STATES, TrialView
 from ablate.sweep.store.store import SweepStore
 from ablate.sweep.wandb_net import endpoint, resolve_modes, unreachable
@@ -81,11 +81,8 @@ def sweep(
     opened = open_sweep(path, overrides, clear_overrides=clear_overrides, max_trials=limit, writing=True)
     spec = opened.sweep
     _note(opened)
-    if spec.search is not None:
-        from ablate.sweep.plan.search_plan import blind_pruner
-
-        if blind := blind_pruner(spec):
-            print(f"note: {blind}", file=sys.stderr)
+    for line in plans.notes(spec):
+        print(f"note: {line}", file=sys.stderr)
     problem = launch_problem(spec)
     if dry_run:  # a plan is what a dry run is for, also on a laptop without the cluster's tools
         code = print_dry_run(spec, as_json)
@@ -96,11 +93,8 @@ def sweep(
         raise SweepError(problem)
     if detach and spec.launcher["name"] != "slurm":
         raise SweepError(f"{spec.path}: --detach needs launcher slurm (trials of a local sweep live in this process)")
-    if detach and spec.search is not None:
-        raise SweepError(
-            f"{spec.path}: --detach: a search samples each next trial from the results so far, so it needs its "
-            "controller; run `ablate sweep` without --detach (e.g. inside a small CPU job of the cluster)"
-        )
+    if detach and (why := plans.detach_problem(spec)):
+        raise SweepError(why)
     modes = [t.config.get("logging", {}).get("wandb") for t in spec.shapes] + [spec.wandb.get("mode")]
     resolve_modes(modes, str(spec.path), f"ablate sync {spec.path}")
     _reuse_or_hint(spec, opened.store, reuse_from)
@@ -122,11 +116,7 @@ def _prepare_once(spec: Sweep, views: Sequence[TrialView]) -> None:
     """Prepare each distinct corpus of the trials still to run, once, before any trial starts (the
     trials then open it from the cache instead of waiting on the first one's BPE)."""
     todo = {v.trial_id for v in views if v.state not in ("done", "pruned")}
-    configs = [
-        t.config
-        for t in (spec.shapes if spec.search is not None else spec.trials)
-        if t.trial_id in todo or spec.search is not None
-    ]
+    configs = [t.config for t in plans.to_prepare(spec, todo)]
     distinct = {json.dumps(c.get("data", {}), sort_keys=True, default=str): c["data"] for c in configs if c.get("data")}
     if not distinct:
         return
@@ -144,7 +134,7 @@ def _launch(spec: Sweep, opened: OpenSweep, launcher_options: Mapping[str, Any] 
     from ablate.sweep.launch import LAUNCHERS
 
     launcher = LAUNCHERS.get(spec.launcher["name"])(spec, opened.store, **dict(launcher_options or {}))
-    before = trial_states(opened.store, spec)
+    before = plans.trial_states(opened.store, spec)
     local = spec.launcher["name"] == "local"
     if local:  # a SLURM controller may sit on a login node: there the first job prepares the data
         _prepare_once(spec, before)
@@ -172,11 +162,9 @@ def _ended(
 ) -> SweepRun:
     """The controller's last lines: the tally, the efficiency of a local sweep's slots (ablate.sweep.efficiency)
     and each failure; code 0 when every trial finished."""
-    shown = ("done", "pruned", "failed", "waiting", "running") if spec.search else ("done", "failed", "waiting")
-    shown += ("running",) if not spec.search else ()
-    tally = ", ".join(f"{counts.get(s, 0)} {s}" for s in shown)
+    tally = ", ".join(f"{counts.get(s, 0)} {s}" for s in plans.tally(spec))
     print(f"sweep {spec.name}: {tally} in {seconds:.0f} s")
-    views = trial_states(opened.store, spec)
+    views = plans.trial_states(opened.store, spec)
     if slots:
         from ablate.sweep.efficiency import efficiency_lines
 
@@ -237,7 +225,7 @@ def status(path: str | Path) -> int:
         return 0
     reap_ended_jobs(spec, store)
     by_trial = store.by_trial()
-    trials = trial_states(store, spec)
+    trials = plans.trial_states(store, spec)
     stray = set(by_trial) - {v.trial_id for v in trials}
     if stray:  # rows removed or configs changed since they ran; kept in the store, not shown
         print(
@@ -257,11 +245,8 @@ def status(path: str | Path) -> int:
         Console().print(render_table(trial_lines(trials), title(spec.name, trials)))
     else:
         _print_status_lines(spec, trials)
-    if spec.search is not None:
-        from ablate.sweep.plan.search_plan import search_status_lines
-
-        for line in search_status_lines(spec, trials):
-            print(line)
+    for line in plans.status_lines(spec, trials):
+        print(line)
     return 0
 
 

@@ -1,7 +1,7 @@
 """`ablate sweep --dry-run`: every trial with its parameters, FLOPs, tokens and predicted cost; nothing runs.
 
-The cost model is :func:`ablate.sweep.plan.cost.estimate`; a search sweep prints its own plan (rows x
-n_trials bounds, :mod:`ablate.sweep.plan.search_plan`). Imports neither torch nor Lightning.
+The cost model is :func:`ablate.sweep.plan.cost.estimate`; a plan may print its own (a search: rows x
+n_trials bounds) or add lines (adaptive seeds: their bound). Imports neither torch nor Lightning.
 """
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import ablate.sweep.plan.plans as plans
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.plan.cost import estimate
 
 
 def print_dry_run(sweep: Sweep, as_json: bool) -> int:
-    if sweep.search is not None:
-        from ablate.sweep.plan.search_plan import print_search_plan
-
-        return print_search_plan(sweep, as_json)
+    own = plans.dry_run(sweep, as_json)  # a search prints its bounds, not a trial list
+    if own is not None:
+        return own
     if not as_json:  # the count first, at once: estimating a large sweep takes a while
         print(
             f"sweep {sweep.name} ({sweep.path}): {len(sweep.trials)} trials, {len(sweep.rows)} rows, "
@@ -40,10 +40,8 @@ def print_dry_run(sweep: Sweep, as_json: bool) -> int:
         print(json.dumps(out, indent=2))
         return 0
     print("\n".join(dry_run_lines(rows, total)))
-    if sweep.adaptive is not None:
-        a, hours = sweep.adaptive, total["device_hours"]
-        bound = f" (at most {hours * a.max / a.start:.3g} device-hours)" if hours is not None else ""
-        print(f"adaptive seeds: the {a.start} seeds above first; undecided rows get more, up to {a.max} each{bound}")
+    for line in plans.dry_run_notes(sweep, total["device_hours"]):
+        print(line)
     return 0
 
 

@@ -103,6 +103,13 @@ class SeedsPlan(Plan):
     def materialize(sweep: Sweep, by_trial: Mapping[str, Sequence[Any]]) -> Sweep:
         return materialize_seeds(sweep, {aid: a[0].attrs for aid, a in by_trial.items() if a})
 
+    @staticmethod
+    def dry_run_notes(sweep: Sweep, device_hours: float | None) -> list[str]:
+        a = sweep.adaptive
+        assert a is not None
+        bound = f" (at most {device_hours * a.max / a.start:.3g} device-hours)" if device_hours is not None else ""
+        return [f"adaptive seeds: the {a.start} seeds above first; undecided rows get more, up to {a.max} each{bound}"]
+
     def start(self, created: Sequence[Any]) -> list[str]:
         """The seeds an earlier controller added join the sweep first."""
         self.sweep = self.materialize(self.sweep, self.store.by_trial())

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ablate.registry import Registry
-from ablate.sweep.file.spec import Sweep
+from ablate.sweep.file.spec import Sweep, Trial
 from ablate.sweep.store.state import Attempt, TrialView
 
 PLANS: Registry = Registry("plan", "what a sweep runs next (the sweep file's blocks choose)")
@@ -48,6 +48,43 @@ class Plan:
         """How many trials this policy will still add, ``added`` of its own being in the sweep (for the
         progress line's count and ETA; 0 when it cannot say or adds none)."""
         return 0
+
+    # -- what the commands ask of a sweep's plans before anything runs (class-level: no store needed) --
+    @staticmethod
+    def notes(sweep: Sweep) -> list[str]:
+        """Notes before the sweep runs (its dry run too): something the user may want to change."""
+        return []
+
+    @staticmethod
+    def detach_problem(sweep: Sweep) -> str | None:
+        """Why ``--detach`` cannot run this policy (it needs its controller), or None."""
+        return None
+
+    @staticmethod
+    def to_prepare(sweep: Sweep, todo: set[str]) -> list[Trial] | None:
+        """The trials whose data is prepared before the sweep starts (``todo``: ids still to run);
+        None: no opinion (another plan of the sweep says)."""
+        return None
+
+    @staticmethod
+    def tally(sweep: Sweep) -> tuple[str, ...] | None:
+        """The trial states the end-of-sweep tally counts, in order; None: no opinion."""
+        return None
+
+    @staticmethod
+    def dry_run(sweep: Sweep, as_json: bool) -> int | None:
+        """Print this policy's own plan instead of the trial list (its exit code), or None."""
+        return None
+
+    @staticmethod
+    def dry_run_notes(sweep: Sweep, device_hours: float | None) -> list[str]:
+        """Lines after the dry run's trial list (``device_hours``: the list's total)."""
+        return []
+
+    @staticmethod
+    def status_lines(sweep: Sweep, trials: Sequence[TrialView]) -> list[str]:
+        """Lines after ``ablate status``'s table."""
+        return []
 
     def start(self, created: Sequence[Any]) -> list[str]:
         """Called once before the first pass (``created``: the trials the store just made); notes."""

@@ -3,7 +3,9 @@
 :class:`SweepPlan` composes the registered plans that apply to a sweep (the grid or a search, then
 adaptive seeds), in their ``order``; :func:`trial_states` is the one view of a sweep's trials with
 what its plans added (``status``, the table, the launcher all read it); :func:`attempt_callbacks` is what a worker asks
-of the plans (a search trial's pruner).
+of the plans (a search trial's pruner). The other functions are what the commands ask of a sweep's
+plans before anything runs (notes, ``--detach``, data to prepare, the dry run, the status lines): the
+commands never ask which policy a sweep has.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ablate.sweep.file.spec import Sweep
+from ablate.sweep.file.spec import Sweep, Trial
 from ablate.sweep.plan.adaptive import SeedsPlan
 from ablate.sweep.plan.base import PLANS, Plan
 from ablate.sweep.plan.grid import GridPlan
-from ablate.sweep.plan.search import SearchPlan, pruning_spec
+from ablate.sweep.plan.search import pruning_spec
+from ablate.sweep.plan.search_plan import SearchPlan
 from ablate.sweep.store.state import Attempt, TrialView, views
 
 BUILT_IN = (GridPlan, SearchPlan, SeedsPlan)  # registered in PLANS as they are imported here
@@ -32,6 +35,39 @@ def materialize(sweep: Sweep, by_trial: Mapping[str, Sequence[Attempt]]) -> Swee
     for cls in plan_classes(sweep):
         sweep = cls.materialize(sweep, by_trial)
     return sweep
+
+
+def notes(sweep: Sweep) -> list[str]:
+    """Notes of the sweep's plans before it runs (its dry run too)."""
+    return [line for cls in plan_classes(sweep) for line in cls.notes(sweep)]
+
+
+def detach_problem(sweep: Sweep) -> str | None:
+    """Why ``--detach`` cannot run the sweep's plans, or None."""
+    return next((why for cls in plan_classes(sweep) if (why := cls.detach_problem(sweep))), None)
+
+
+def to_prepare(sweep: Sweep, todo: set[str]) -> list[Trial]:
+    """The trials whose data is prepared before the sweep starts (``todo``: ids still to run)."""
+    return next((found for cls in plan_classes(sweep) if (found := cls.to_prepare(sweep, todo)) is not None), [])
+
+
+def tally(sweep: Sweep) -> tuple[str, ...]:
+    """The states the end-of-sweep tally counts, in order."""
+    return next((found for cls in plan_classes(sweep) if (found := cls.tally(sweep))), ("done", "failed"))
+
+
+def dry_run(sweep: Sweep, as_json: bool) -> int | None:
+    """A plan's own dry run (a search's bounds), its exit code; None: the trial list is the plan."""
+    return next((code for cls in plan_classes(sweep) if (code := cls.dry_run(sweep, as_json)) is not None), None)
+
+
+def dry_run_notes(sweep: Sweep, device_hours: float | None) -> list[str]:
+    return [line for cls in plan_classes(sweep) for line in cls.dry_run_notes(sweep, device_hours)]
+
+
+def status_lines(sweep: Sweep, trials: Sequence[TrialView]) -> list[str]:
+    return [line for cls in plan_classes(sweep) for line in cls.status_lines(sweep, trials)]
 
 
 def to_add(sweep: Sweep, added: int) -> int:

@@ -38,8 +38,7 @@ from typing import Any
 from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.search_spec import SearchSpec
 from ablate.sweep.file.spec import Sweep, Trial, sample_trial
-from ablate.sweep.plan.base import PLANS, Plan
-from ablate.sweep.store.state import FINAL_KINDS, Attempt, TrialView, decide
+from ablate.sweep.store.state import FINAL_KINDS, Attempt, decide
 
 SEARCH_ATTR = "search"
 
@@ -336,46 +335,3 @@ class Searcher:
                 self.store.create_trial(t)
                 made += 1
         return [f"{r.row}: search done; best #{r.best.number} re-runs at seeds {list(seeds)}"] if made else []
-
-
-@PLANS.register("search")
-class SearchPlan(Plan):
-    """A ``search:`` block: each row's trials sampled by its own Optuna study while the sweep runs."""
-
-    settles = True  # a trial that ended after the last tell is told at one more pass (then the best re-runs)
-
-    def __init__(self, sweep: Sweep, store: Any) -> None:
-        super().__init__(sweep, store)
-        self.searcher = Searcher(sweep, store)
-        self._row_costs: dict[str, float] | None = None  # rows by training FLOPs (costliest sampled first)
-
-    @staticmethod
-    def applies(sweep: Sweep) -> bool:
-        return sweep.search is not None
-
-    materialize = staticmethod(materialize)
-
-    @staticmethod
-    def to_add(sweep: Sweep, added: int) -> int:
-        """Search trials not sampled yet (the re-runs of each row's best not counted)."""
-        assert sweep.search is not None
-        return max(0, sweep.search.n_trials * len(sweep.rows) - added)
-
-    def start(self, created: Sequence[Any]) -> list[str]:
-        s = self.searcher.spec
-        return [
-            f"store {self.store.url}: search of {len(self.sweep.rows)} row(s), {s.n_trials} trials each "
-            f"({s.sampler} sampler, {s.pruner} pruner, {s.metric} {s.direction})"
-        ]
-
-    def step(self, room: int, trials: Sequence[TrialView]) -> list[str]:
-        """Tell results and sample new trials into ``room`` (none: every slot busy; told when one ends)."""
-        if room <= 0:
-            return []
-        if self._row_costs is None:
-            from ablate.sweep.plan.cost import estimate
-
-            self._row_costs = {t.row: float(estimate(self.sweep, t)["flops"] or 0.0) for t in self.sweep.templates}
-        notes = self.searcher.step(room, self._row_costs)
-        self.sweep, self.more = self.searcher.sweep, self.searcher.more
-        return notes

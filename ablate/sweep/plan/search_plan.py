@@ -1,4 +1,5 @@
-"""What a search sweep shows before and while it runs: the dry-run plan and the `ablate status` lines.
+"""The search as a plan (:class:`SearchPlan`): what the launcher and the commands ask of it, and what a
+search sweep shows before and while it runs (the dry-run plan, the `ablate status` lines).
 
 The cost bound of a search is ``n_trials`` x the row's cost (its own config, at the first seed) plus
 its best configuration re-run at the other seeds. Pruning can only lower it; the expected saving is
@@ -13,8 +14,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ablate.sweep.file.search_spec import SearchSpec
-from ablate.sweep.file.spec import Sweep
+from ablate.sweep.file.spec import Sweep, Trial
+from ablate.sweep.plan.base import PLANS, Plan
 from ablate.sweep.plan.cost import estimate
+from ablate.sweep.plan.search import Searcher, materialize
 from ablate.sweep.store.state import TrialView
 
 PRUNED_SHARE, PRUNED_AT = 0.5, 0.5  # the assumption behind the expected saving (see the module doc)
@@ -164,3 +167,72 @@ def search_status_lines(sweep: Sweep, trials: Sequence[TrialView]) -> list[str]:
         tail = f"; best re-run: {sum(v.state == 'done' for v in finals)}/{len(finals)} done" if finals else ""
         lines.append(f"  {row:<{width}}  {b.trials}/{spec.n_trials} sampled ({counts}); {shown}{tail}")
     return lines
+
+
+@PLANS.register("search")
+class SearchPlan(Plan):
+    """A ``search:`` block: each row's trials sampled by its own Optuna study while the sweep runs."""
+
+    settles = True  # a trial that ended after the last tell is told at one more pass (then the best re-runs)
+
+    def __init__(self, sweep: Sweep, store: Any) -> None:
+        super().__init__(sweep, store)
+        self.searcher = Searcher(sweep, store)
+        self._row_costs: dict[str, float] | None = None  # rows by training FLOPs (costliest sampled first)
+
+    @staticmethod
+    def applies(sweep: Sweep) -> bool:
+        return sweep.search is not None
+
+    materialize = staticmethod(materialize)
+
+    @staticmethod
+    def notes(sweep: Sweep) -> list[str]:
+        blind = blind_pruner(sweep)
+        return [blind] if blind else []
+
+    @staticmethod
+    def detach_problem(sweep: Sweep) -> str | None:
+        return (
+            f"{sweep.path}: --detach: a search samples each next trial from the results so far, so it needs its "
+            "controller; run `ablate sweep` without --detach (e.g. inside a small CPU job of the cluster)"
+        )
+
+    @staticmethod
+    def to_prepare(sweep: Sweep, todo: set[str]) -> list[Trial]:
+        return list(sweep.shapes)  # the rows' templates: their data is known before any trial is sampled
+
+    @staticmethod
+    def tally(sweep: Sweep) -> tuple[str, ...]:
+        return ("done", "pruned", "failed", "waiting", "running")
+
+    @staticmethod
+    def dry_run(sweep: Sweep, as_json: bool) -> int:
+        return print_search_plan(sweep, as_json)
+
+    @staticmethod
+    def status_lines(sweep: Sweep, trials: Sequence[TrialView]) -> list[str]:
+        return search_status_lines(sweep, trials)
+
+    @staticmethod
+    def to_add(sweep: Sweep, added: int) -> int:
+        """Search trials not sampled yet (the re-runs of each row's best not counted)."""
+        assert sweep.search is not None
+        return max(0, sweep.search.n_trials * len(sweep.rows) - added)
+
+    def start(self, created: Sequence[Any]) -> list[str]:
+        s = self.searcher.spec
+        return [
+            f"store {self.store.url}: search of {len(self.sweep.rows)} row(s), {s.n_trials} trials each "
+            f"({s.sampler} sampler, {s.pruner} pruner, {s.metric} {s.direction})"
+        ]
+
+    def step(self, room: int, trials: Sequence[TrialView]) -> list[str]:
+        """Tell results and sample new trials into ``room`` (none: every slot busy; told when one ends)."""
+        if room <= 0:
+            return []
+        if self._row_costs is None:
+            self._row_costs = {t.row: float(estimate(self.sweep, t)["flops"] or 0.0) for t in self.sweep.templates}
+        notes = self.searcher.step(room, self._row_costs)
+        self.sweep, self.more = self.searcher.sweep, self.searcher.more
+        return notes
