@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ablate.sweep.file.errors import SweepError
+from ablate.sweep.file.errors import StoreUnreadable, SweepError
 from ablate.sweep.store.location import file_of
 
 _STUDY_ID = "SELECT study_id FROM studies WHERE study_name = :name"
@@ -54,6 +54,11 @@ def open_store(url: str, study_name: str, create: bool) -> Opened:
     except (ImportError, ValueError, OSError, sqlalchemy.exc.ArgumentError) as exc:  # no driver, a bad URL
         raise SweepError(f"store {url}: cannot open ({exc}); check the store: key of the sweep file") from None
     except (sqlalchemy.exc.DBAPIError, optuna.exceptions.StorageInternalError) as exc:
+        if _not_a_database(exc):  # e.g. store: sqlite:///sweep.yaml - the same on every try: one line, now
+            raise StoreUnreadable(
+                f"store {url}: {path or 'the file'} is not a SQLite database; point the sweep file's store: at a "
+                "new or existing .db file (or leave store: sqlite for one beside the sweep file)"
+            ) from None
         if create:
             raise
         # Opened to read: a file without Optuna's tables (yet), e.g. while the first sweep makes them.
@@ -65,6 +70,11 @@ def open_store(url: str, study_name: str, create: bool) -> Opened:
         study = optuna.create_study(study_name=study_name, storage=storage, load_if_exists=True)
         study_id = storage.get_study_id_from_name(study.study_name)
         return Opened(study_id, getattr(storage, "engine", None), storage, True)
+
+
+def _not_a_database(exc: BaseException) -> bool:
+    """SQLite's answer when the store's file holds something else (a YAML file, a journal, text)."""
+    return "file is not a database" in str(getattr(exc, "orig", None) or exc)
 
 
 def _open_to_read(url: str, study_name: str) -> Opened:

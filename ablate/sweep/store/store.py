@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ablate.sweep.file.errors import SweepError
+from ablate.sweep.file.errors import StoreUnreadable, SweepError
 from ablate.sweep.file.spec import Sweep, SweepFile, Trial
 from ablate.sweep.store.location import file_of, store_url
 from ablate.sweep.store.opening import open_store, optuna_storage, read_study_attrs
@@ -70,6 +70,8 @@ class SweepStore:
             return False
         try:
             self._open(create=False)
+        except StoreUnreadable:
+            raise
         except SweepError:
             return False
         return True
@@ -82,11 +84,14 @@ class SweepStore:
         if self._study_id is not None and (self._checked or not create):
             return
         self._study_id = None  # opened to read, now to write: opened again, with Optuna's checks
-        # Under the lock: opening a SQLite store creates Optuna's schema when it is missing, and two
-        # processes doing so at once collide (a status while the first `ablate sweep` creates the store)
+        # To write, under the lock: opening a SQLite store creates Optuna's schema when it is missing, and
+        # two processes doing so at once collide. To read, a SQL store is only SELECTed from: no lock, and
+        # no lock file left beside the store by a dry run or a status (a journal is read through Optuna's
+        # storage, which may write, so it keeps the lock).
         path = file_of(self.url)
-        if not create and path is not None and not path.exists():
-            self._connect(create)  # says the store does not exist yet; creates nothing, not even a lock file
+        if not create and (path is None or not path.exists() or not self.url.startswith("journal:")):
+            self._connect(create)  # creates nothing, not even a lock file
+            return
         with self.lock():
             self._connect(create)
 
