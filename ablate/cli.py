@@ -12,6 +12,7 @@ import errno
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from ablate.errors import AblateError
 
@@ -33,11 +34,14 @@ def _cmd_data_prepare(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
+    from ablate.rundir import RunDirError
     from ablate.sweep.wandb_net import resolve_modes
     from ablate.train.identity import make_run_dir, overrides_hint
     from ablate.train.run import result_lines, train
 
     cfg = _load(args)
+    if args.output and Path(args.output).exists() and not Path(args.output).is_dir():
+        raise RunDirError(f"--output {args.output}: a file of that name is there; give a folder (new or a run's)")
     output = args.output or make_run_dir(cfg, hint=overrides_hint(args.overrides or []))
     # With an API key and no network wandb.init stalls ~90 s, then fails: probe once, log offline instead.
     resolve_modes(

@@ -10,6 +10,7 @@ here prints the results table: the CLI runs :func:`sweep`, then hands the Sweep 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -43,6 +44,17 @@ def launch_problem(spec: Sweep) -> str | None:
             "on a machine of the cluster, or set launcher: local"
         )
     return None
+
+
+def runs_problem(spec: Sweep) -> str | None:
+    """A runs folder this machine cannot write (every trial would be claimed, crash and wait), or None."""
+    probe = spec.runs_dir
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe.is_dir() and os.access(probe, os.W_OK | os.X_OK):
+        return None
+    why = "is not a folder" if not probe.is_dir() else "is read-only here"
+    return f"{spec.path}: runs: {spec.runs_dir} cannot be created ({probe} {why}); set runs: to a folder you can write"
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,8 @@ def sweep(
     _note(opened)
     for line in plans.notes(spec):
         print(f"note: {line}", file=sys.stderr)
+    if why := runs_problem(spec):  # the dry run refuses it too: the run would
+        raise SweepError(why)
     problem = launch_problem(spec)
     if dry_run:  # a plan is what a dry run is for, also on a laptop without the cluster's tools
         code = print_dry_run(spec, as_json)

@@ -80,7 +80,12 @@ def open_run_dir(cfg: DictConfig, output_dir: str | Path | None, resume: bool) -
     if resume and rd.last_ckpt.is_file():
         check_resumable(rd.path, cfg)
         resume_step = checkpoint_step(rd.last_ckpt)
-    rd.path.mkdir(parents=True, exist_ok=True)
+    try:
+        rd.path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file of that name, a read-only folder: the same on every try
+        raise RunDirError(
+            f"{rd.path}: cannot create the run directory ({exc.strerror}); choose another --output"
+        ) from None
     save_config(cfg, rd.config)
     return rd, resume_step
 

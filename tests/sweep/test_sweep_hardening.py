@@ -37,3 +37,42 @@ def test_read_commands_write_nothing_beside_the_store(write_sweep, capsys) -> No
     for verb in (["sweep", str(path), "--dry-run"], ["status", str(path)], ["table", str(path)]):
         assert main(verb) == 0
     assert sorted(p.name for p in folder.iterdir()) == before
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_runs_folder_that_cannot_be_made_is_refused_before_anything_is_stored(
+    write_sweep, tmp_path: Path, capsys, dry_run: bool
+) -> None:
+    (tmp_path / "blocker").write_text("a file where the runs folder should go")
+    path = write_sweep(runs="blocker/runs")
+    assert main(["sweep", str(path), *(["--dry-run"] if dry_run else [])]) == 2
+    err = one_line_error(capsys)
+    assert "runs:" in err and "is not a folder" in err
+    assert not (tmp_path / ".ablate").exists()  # no store
+
+
+def test_a_worker_that_cannot_make_its_run_dir_fails_the_attempt_as_an_error(write_sweep, tmp_path: Path) -> None:
+    """It stayed RUNNING (an OSError traceback) until reaped, and each rerun spent a retry on it."""
+    from ablate.sweep.launch.worker import run_trial
+
+    path = write_sweep()
+    sweep = load_sweep(path)
+    store = SweepStore.for_sweep(sweep)
+    store.sync(sweep)
+    sweep.runs_dir.parent.mkdir(parents=True, exist_ok=True)
+    sweep.runs_dir.write_text("a file where the sweep's runs folder should go")
+    (attempt,) = store.attempts()
+    trained = []
+    state = run_trial(store.url, sweep.name, attempt.storage_id, "tok", trial_fn=lambda *a, **k: trained.append(1))
+    assert state == "FAIL" and trained == []
+    (after,) = store.attempts()
+    assert (
+        after.state == "FAIL" and after.kind == "error" and "cannot create the run directory" in after.attrs["failure"]
+    )
+
+
+def test_train_into_a_file_is_one_line(tmp_path: Path, capsys) -> None:
+    (tmp_path / "taken").write_text("x")
+    root = Path(__file__).resolve().parents[2]
+    assert main(["train", str(root / "experiments/mini.yaml"), "--output", str(tmp_path / "taken")]) == 2
+    assert "a file of that name is there" in one_line_error(capsys)

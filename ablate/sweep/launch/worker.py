@@ -117,7 +117,14 @@ def run_trial(
         return "SKIPPED"
     attempt = store.get(storage_id)
     run_dir = Path(attempt.attrs["run_dir"])
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # the same on every try: failed as an error (the next `ablate sweep` retries it)
+        why = (
+            f"cannot create the run directory {run_dir} ({exc.strerror}); set runs: to a folder this machine can write"
+        )
+        store.fail(storage_id, why, "error")
+        return "FAIL"
     interval = float(store.study_attrs().get("heartbeat", {}).get("interval_s", 10.0))
     beat = _Heartbeat(store, storage_id, interval)
     beat.start()
