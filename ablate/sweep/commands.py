@@ -24,8 +24,10 @@ import ablate.sweep.plan.plans as plans
 from ablate.sweep.dry_run import print_dry_run
 from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.spec import Sweep
+from ablate.sweep.launch import LAUNCHERS
 from ablate.sweep.launch.progress import render_table, title, trial_lines
 from ablate.sweep.loader import MAX_TRIALS, OpenSweep, open_sweep
+from ablate.sweep.store.reuse import check_reuse
 from ablate.sweep.store.state import STATES, TrialView
 from ablate.sweep.store.store import SweepStore
 from ablate.sweep.wandb_net import endpoint, resolve_modes, unreachable
@@ -97,6 +99,9 @@ def sweep(
         print(f"note: {line}", file=sys.stderr)
     if why := runs_problem(spec):  # the dry run refuses it too: the run would
         raise SweepError(why)
+    LAUNCHERS.get(spec.launcher["name"]).check_trials(spec)
+    if reuse_from is not None:
+        check_reuse(spec, opened.store, reuse_from)
     problem = launch_problem(spec)
     if dry_run:  # a plan is what a dry run is for, also on a laptop without the cluster's tools
         code = print_dry_run(spec, as_json)
@@ -145,8 +150,6 @@ def _prepare_once(spec: Sweep, views: Sequence[TrialView]) -> None:
 
 
 def _launch(spec: Sweep, opened: OpenSweep, launcher_options: Mapping[str, Any] | None, detach: bool) -> SweepRun:
-    from ablate.sweep.launch import LAUNCHERS
-
     launcher = LAUNCHERS.get(spec.launcher["name"])(spec, opened.store, **dict(launcher_options or {}))
     before = plans.trial_states(opened.store, spec)
     local = spec.launcher["name"] == "local"
@@ -217,8 +220,6 @@ def reap_ended_jobs(spec: Sweep, store: SweepStore) -> None:
     One ``sacct`` call; nothing happens without ``sacct`` or for a local sweep."""
     if spec.launcher["name"] != "slurm" or shutil.which("sacct") is None:
         return
-    from ablate.sweep.launch import LAUNCHERS
-
     launcher = LAUNCHERS.get("slurm")(spec, store)
     if any(a.attrs.get("slurm_job") for a in launcher.active()):
         launcher.poll()

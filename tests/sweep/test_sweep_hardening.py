@@ -76,3 +76,17 @@ def test_train_into_a_file_is_one_line(tmp_path: Path, capsys) -> None:
     root = Path(__file__).resolve().parents[2]
     assert main(["train", str(root / "experiments/mini.yaml"), "--output", str(tmp_path / "taken")]) == 2
     assert "a file of that name is there" in one_line_error(capsys)
+
+
+def test_the_dry_run_refuses_a_trial_with_more_devices_than_its_slot(write_sweep, capsys) -> None:
+    rows = [{"name": "base", "group": "base", "paper": "base", "overrides": ["trainer.devices=4"]}]
+    path = write_sweep(rows=rows, launcher={"name": "local", "slots": 2, "devices_per_trial": 1})
+    assert main(["sweep", str(path), "--dry-run"]) == 2
+    assert "trainer.devices=4" in one_line_error(capsys)
+
+
+def test_the_dry_run_refuses_a_reuse_of_no_such_sweep(write_sweep, capsys) -> None:
+    path = write_sweep()
+    assert main(["sweep", str(path), "--dry-run", "--reuse", "nosuchsweep"]) == 2
+    assert "--reuse nosuchsweep: no sweep of that name" in one_line_error(capsys)
+    assert not (path.parent / ".ablate").exists()

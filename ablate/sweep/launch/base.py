@@ -58,6 +58,11 @@ class Launcher:
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
             raise SweepError(f"{where}: {key} must be a positive integer, got {value!r}")
 
+    @classmethod
+    def check_trials(cls, sweep: Sweep) -> None:
+        """Refuse (SweepError) trials this launcher could not run as configured; pure, so the dry run
+        refuses what the run would."""
+
     # -- hooks ----------------------------------------------------------------------------------
     def start(self, waiting: list[Attempt]) -> None:
         """Start some of the waiting attempts (in sweep order)."""

@@ -27,6 +27,7 @@ from typing import Any
 from ablate.devices import device_kind
 from ablate.rundir import SPAWNED_AT_ENV
 from ablate.sweep.file.errors import SweepError
+from ablate.sweep.file.spec import Sweep
 from ablate.sweep.launch.base import Launcher
 from ablate.sweep.launch.registry import LAUNCHERS
 from ablate.sweep.store.state import Attempt
@@ -93,22 +94,24 @@ class LocalLauncher(Launcher):
                 f"{self.sweep.path}: launcher.devices_per_trial={self.per_trial} but this machine has "
                 f"{self.slots} {'GPUs' if self.gpu else 'CPU cores'}; lower it or set launcher.slots"
             )
-        self._check_trial_devices()
+        self.check_trials(self.sweep)
         self.free = list(range(self.slots))
         self.children: dict[int, _Child] = {}
         self.token_base = f"local:{socket.gethostname()}:{os.getpid()}"
         self._last_beat = 0.0
 
-    def _check_trial_devices(self) -> None:
+    @classmethod
+    def check_trials(cls, sweep: Sweep) -> None:
         """A trial may not ask for more devices than its slot gives it: on CPU its DDP ranks would share
         one core, on GPU it would see fewer GPUs than it starts ranks for."""
-        for t in self.sweep.shapes:
+        per_trial = int(sweep.launcher.get("devices_per_trial", 1))
+        for t in sweep.shapes:
             asked = t.config.get("trainer", {}).get("devices", 1)
             n = len(asked) if isinstance(asked, list) else asked
-            if isinstance(n, int) and not isinstance(n, bool) and n > self.per_trial:
+            if isinstance(n, int) and not isinstance(n, bool) and n > per_trial:
                 raise SweepError(
-                    f"{self.sweep.path}: row {t.row!r} sets trainer.devices={asked} but launcher.devices_per_trial="
-                    f"{self.per_trial}; set launcher.devices_per_trial: {n} (or lower trainer.devices)"
+                    f"{sweep.path}: row {t.row!r} sets trainer.devices={asked} but launcher.devices_per_trial="
+                    f"{per_trial}; set launcher.devices_per_trial: {n} (or lower trainer.devices)"
                 )
 
     def busy(self) -> bool:

@@ -63,15 +63,21 @@ def hint(spec: Sweep, store: SweepStore) -> str | None:
     )
 
 
-def reuse(spec: Sweep, store: SweepStore, name: str) -> int:
-    """Copy the finished attempts of sweep ``name`` that this sweep shares (by trial id) into its store."""
+def check_reuse(spec: Sweep, store: SweepStore, name: str) -> str:
+    """The store URL of sweep ``name``, for ``--reuse`` (read-only: the dry run checks it too)."""
     found = {n: url for n, url, _ in other_sweeps(spec, store)}
     if name not in found:
         near = ", ".join(found) or "none"
         raise SweepError(f"--reuse {name}: no sweep of that name in or beside the store (found: {near})")
+    return found[name]
+
+
+def reuse(spec: Sweep, store: SweepStore, name: str) -> int:
+    """Copy the finished attempts of sweep ``name`` that this sweep shares (by trial id) into its store."""
+    url = check_reuse(spec, store, name)
     mine = {t.trial_id for t in spec.trials}
     have = {a.ablate_id for a in store.attempts() if a.state == "COMPLETE"} if store.exists() else set()
-    done = [a for a in SweepStore(found[name], name).attempts() if a.state == "COMPLETE"]
+    done = [a for a in SweepStore(url, name).attempts() if a.state == "COMPLETE"]
     chosen = [a for a in done if a.ablate_id in mine and a.ablate_id not in have]
     return store.adopt(chosen)
 
