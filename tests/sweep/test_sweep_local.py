@@ -142,7 +142,10 @@ def test_two_controllers_at_once_run_every_trial_exactly_once(write_sweep):
     assert len(pids) == 4
 
 
-def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(write_sweep):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_stops_cleanly_and_a_rerun_resumes(write_sweep, sig):
+    """SIGTERM (a `timeout`, a logout, `docker stop`) as Ctrl-C: it killed the controller silently and its
+    workers, in sessions of their own, trained on unseen."""
     path = write_sweep(rows=ROWS[:2], overrides=["train.max_steps=40"], fake={"*": {"step_s": 0.25}})
     proc = subprocess.Popen(
         ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
@@ -150,11 +153,11 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(write_sweep):
     try:
         dirs = [t.run_dir for t in load_sweep(path).trials]
         _wait(lambda: all(read_progress(d).get("step", 0) >= 3 for d in dirs), what="both trials to reach step 3")
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         out, _ = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert proc.returncode == 130, out.decode()
+    assert proc.returncode == 130 and "interrupted" in out.decode(), out.decode()
     assert all(v == [(0, "FAIL", "interrupted")] for v in _attempts(path).values())
     stopped_at = {d: read_progress(d)["step"] for d in dirs}
     done = subprocess.run(ablate_cmd("sweep", str(path)), env=fake_env(), capture_output=True, timeout=300)

@@ -242,6 +242,9 @@ class Launcher:
         return any(a.state in ("WAITING", "RUNNING") for v in trials for a in v.attempts), more
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # what stops a controller: Ctrl-C, and a polite kill
+
+
 class _StopOnCtrlC:
     """Ctrl-C as a flag the loop reads, not an exception raised wherever the main thread happens to be.
 
@@ -270,9 +273,9 @@ class _StopOnCtrlC:
 
     def __enter__(self) -> _StopOnCtrlC:
         if threading.current_thread() is threading.main_thread():
-            self._old = signal.signal(signal.SIGINT, self._handler)
+            self._old = {sig: signal.signal(sig, self._handler) for sig in STOP_SIGNALS}
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
+        for sig, old in (self._old or {}).items():
+            signal.signal(sig, old)

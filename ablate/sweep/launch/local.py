@@ -223,7 +223,8 @@ class LocalLauncher(Launcher):
             self._last_beat = time.time()
 
     def shutdown(self) -> None:
-        old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not orphan children
+        # A second Ctrl-C or SIGTERM must not orphan children while they are stopped
+        old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             for child in self.children.values():
                 _signal_group(child.proc, signal.SIGTERM)
@@ -239,7 +240,8 @@ class LocalLauncher(Launcher):
                     self.store.fail(sid, "interrupted (Ctrl-C); resumes from its checkpoint", "interrupted")
             self.children.clear()
         finally:
-            signal.signal(signal.SIGINT, old)
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
 
 
 def _pid_alive(pid: Any) -> bool:
