@@ -59,6 +59,18 @@ def runs_problem(spec: Sweep) -> str | None:
     return f"{spec.path}: runs: {spec.runs_dir} cannot be created ({probe} {why}); set runs: to a folder you can write"
 
 
+def name_clash(spec: Sweep, store: SweepStore) -> str | None:
+    """Another sweep file, still there, that ran under this name in this store: the two would share one
+    study and one runs folder (each `ablate table` overwriting the other's table files)."""
+    other = store.recorded_file()
+    if other is None or not other.exists() or other.samefile(spec.path):
+        return None
+    return (
+        f"{spec.path}: name {spec.name!r} is taken in store {store.url} by {other}; give this file another "
+        "name: (or, to continue that sweep, run that file)"
+    )
+
+
 @dataclass(frozen=True)
 class SweepRun:
     """What `ablate sweep` did: the exit code and the sweep it ran (with the overrides it used)."""
@@ -100,6 +112,8 @@ def sweep(
     if why := runs_problem(spec):  # the dry run refuses it too: the run would
         raise SweepError(why)
     LAUNCHERS.get(spec.launcher["name"]).check_trials(spec)
+    if why := name_clash(spec, opened.store):
+        raise SweepError(why)
     if reuse_from is not None:
         check_reuse(spec, opened.store, reuse_from)
     problem = launch_problem(spec)

@@ -90,3 +90,24 @@ def test_the_dry_run_refuses_a_reuse_of_no_such_sweep(write_sweep, capsys) -> No
     assert main(["sweep", str(path), "--dry-run", "--reuse", "nosuchsweep"]) == 2
     assert "--reuse nosuchsweep: no sweep of that name" in one_line_error(capsys)
     assert not (path.parent / ".ablate").exists()
+
+
+@pytest.mark.parametrize("name", [".", "..", ".hidden", "..."])
+def test_a_name_that_is_a_folder_trick_is_refused(write_sweep, capsys, name: str) -> None:
+    path = write_sweep(name=name)
+    assert main(["sweep", str(path), "--dry-run"]) == 2
+    assert "must hold a letter or digit" in one_line_error(capsys)
+
+
+def test_two_sweep_files_under_one_name_in_one_store_are_refused(write_sweep, capsys) -> None:
+    first = write_sweep(name="shared")
+    sweep = load_sweep(first)
+    SweepStore.for_sweep(sweep).sync(sweep)  # as `ablate sweep first.yaml` leaves it
+    second = write_sweep(name="shared", filename="second.yaml", seeds=[1, 2])
+    for dry in (True, False):
+        assert main(["sweep", str(second), *(["--dry-run"] if dry else [])]) == 2
+        err = one_line_error(capsys)
+        assert "name 'shared' is taken" in err and "sweep.yaml" in err
+    assert main(["sweep", str(first), "--dry-run"]) == 0  # the file that owns the name runs on
+    first.rename(first.parent / "moved.yaml")  # gone: the name is free again (a renamed file)
+    assert main(["sweep", str(second), "--dry-run"]) == 0

@@ -151,6 +151,10 @@ def check_top(where: str, data: Mapping[str, Any]) -> tuple[str, int, tuple[str,
         # ':' joins a search sweep's name to a row's in its row studies (<sweep>:<row>): a sweep named
         # with one could be taken for another sweep's row study, or the other way round.
         raise SweepError(f"{where}: name {name!r} must be a non-empty name without '/' or ':'")
+    if name is not None and (name.startswith(".") or not any(c.isalnum() for c in name)):
+        # it names the store's study and the runs folder: "." and ".." would be the runs folder itself
+        # or its parent, and a hidden name hides the sweep's folder
+        raise SweepError(f"{where}: name {name!r} must hold a letter or digit and not start with '.'")
     max_retries = data.get("max_retries", 2)
     if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
         raise SweepError(f"{where}: max_retries must be an integer >= 0, got {max_retries!r}")

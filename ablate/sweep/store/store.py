@@ -34,6 +34,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from ablate.sweep.file.errors import StoreUnreadable, SweepError
@@ -44,6 +45,7 @@ from ablate.sweep.store.reads import AttemptReader, by_trial
 from ablate.sweep.store.state import IDENTITY_ATTRS, Attempt
 
 OVERRIDES_ATTR = "overrides"  # study user attribute: command-line overrides of the last `ablate sweep`
+FILE_ATTR = "file"  # study user attribute: the sweep file the last `ablate sweep` ran (absolute path)
 
 
 class SweepStore:
@@ -153,6 +155,13 @@ class SweepStore:
             return read_study_attrs(self._engine, self._study_id)
         return dict(self.storage.get_study_user_attrs(self._study_id))
 
+    def recorded_file(self) -> Path | None:
+        """The sweep file the last `ablate sweep` of this study ran; None when none is recorded."""
+        if not self.exists():
+            return None
+        value = self.study_attrs().get(FILE_ATTR)
+        return Path(value) if isinstance(value, str) else None
+
     def recorded_overrides(self) -> tuple[str, ...] | None:
         """The command-line overrides recorded by the last `ablate sweep`; None when none are recorded."""
         if not self.exists():
@@ -172,6 +181,7 @@ class SweepStore:
             OVERRIDES_ATTR: list(sweep.overrides),
             "imports": list(sweep.imports),
             "import_path": str(sweep.path.parent),
+            FILE_ATTR: str(sweep.path.resolve()),
             "heartbeat": dict(sweep.heartbeat),
         }
         attrs.update(sweep.study_records())  # e.g. a search's spec: its workers read the pruner there
