@@ -55,6 +55,10 @@ class RunDirError(AblateError):
     """A run directory cannot be used (missing files, a different config, an unknown checkpoint)."""
 
 
+class CheckpointUnreadable(RunDirError):
+    """A checkpoint file is empty, cut short or not a checkpoint (a full disk, a copy stopped halfway)."""
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     """A JSON object, or {} when the file is missing, being replaced, or not an object."""
     try:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import torch
 from omegaconf import DictConfig
 
 from ablate.eval.evaluate import evaluate_split, split_nll, write_outputs
@@ -24,7 +23,7 @@ from ablate.eval.settings import DecodeSettings
 from ablate.rundir import RunDir
 from ablate.tracking import wandb_mode
 from ablate.train.identity import config_hash
-from ablate.train.system import checkpoint_step
+from ablate.train.system import checkpoint_step, read_checkpoint
 
 
 def choose_final_weights(
@@ -39,7 +38,7 @@ def choose_final_weights(
     if best_step == step:
         return "last", step, last_nll
     last_state = {k: v.detach().clone() for k, v in system.state_dict().items()}
-    system.load_state_dict(torch.load(rd.best_ckpt, map_location=device, weights_only=False)["state_dict"])
+    system.load_state_dict(read_checkpoint(rd.best_ckpt, map_location=device)["state_dict"])
     best_nll = split_nll(system.model, dev_shard, max_tokens, device)
     if best_nll.nll < last_nll.nll:
         return "best", best_step, best_nll

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
 import time
 import warnings
@@ -20,7 +21,7 @@ from omegaconf import DictConfig
 
 from ablate.config import save_config, to_dict
 from ablate.errors import Pruned
-from ablate.rundir import SPAWNED_AT_ENV, RunDir, RunDirError
+from ablate.rundir import SPAWNED_AT_ENV, CheckpointUnreadable, RunDir, RunDirError
 from ablate.train.identity import check_resumable, make_run_dir, wandb_run_id
 from ablate.train.preempt import Preempted
 from ablate.train.rerun import evaluate_run
@@ -73,13 +74,11 @@ def open_run_dir(cfg: DictConfig, output_dir: str | Path | None, resume: bool) -
     """The run directory (created; ``config.yaml`` written) and the step of the checkpoint to resume, if any.
 
     A directory holding another model / data / recipe is refused (RunDirError)."""
-    from ablate.train.system import checkpoint_step
-
     rd = RunDir(output_dir if output_dir is not None else make_run_dir(cfg))
     resume_step = None
     if resume and rd.last_ckpt.is_file():
         check_resumable(rd.path, cfg)
-        resume_step = checkpoint_step(rd.last_ckpt)
+        resume_step = _resume_step(rd)
     try:
         rd.path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # a file of that name, a read-only folder: the same on every try
@@ -88,6 +87,31 @@ def open_run_dir(cfg: DictConfig, output_dir: str | Path | None, resume: bool) -
         ) from None
     save_config(cfg, rd.config)
     return rd, resume_step
+
+
+def _resume_step(rd: RunDir) -> int | None:
+    """The step of ``last.ckpt`` to resume from. One that cannot be read (cut short by a full disk or a
+    copy) is set aside as ``last.ckpt.broken-<time>`` (kept, never deleted) and the run resumes from
+    ``best.ckpt`` (an earlier step) or, without a readable one, from the start: said in the log, never a
+    crash that would repeat on every retry."""
+    from ablate.train.system import checkpoint_step
+
+    try:
+        return checkpoint_step(rd.last_ckpt)
+    except CheckpointUnreadable as exc:
+        broken = rd.last_ckpt.with_name(f"last.ckpt.broken-{int(time.time())}")
+        rd.last_ckpt.replace(broken)
+        said = f"warning: {exc}; set aside as {broken.name}"
+    try:
+        step = checkpoint_step(rd.best_ckpt) if rd.best_ckpt.is_file() else None
+    except CheckpointUnreadable:
+        step = None
+    if step is None:
+        print(f"{said}; no readable checkpoint: training starts again from step 0", flush=True)
+        return None
+    shutil.copyfile(rd.best_ckpt, rd.last_ckpt)
+    print(f"{said}; resuming from best.ckpt (step {step})", flush=True)
+    return step
 
 
 def train(

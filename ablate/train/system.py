@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from torchmetrics import MeanMetric
 from ablate.config import ModelConfig, model_section
 from ablate.errors import TrainingDiverged
 from ablate.model.build import build_model
+from ablate.rundir import CheckpointUnreadable
 from ablate.train.fast import adam_options
 from ablate.train.losses import linear_label_smoothed_loss
 from ablate.train.rng import rng_state, set_rng_state
@@ -159,11 +161,25 @@ class TranslationSystem(pl.LightningModule):
             self._pending_rng = states[rank] if rank < len(states) else states[0]
 
 
+def read_checkpoint(path: str | Path, **kwargs: Any) -> dict[str, Any]:
+    """``torch.load`` of a Lightning checkpoint, or :class:`CheckpointUnreadable` (one line) when the file
+    is empty, cut short or something else: torch raises EOFError, a zip-reader RuntimeError, an
+    UnpicklingError or an OSError there, each a traceback of its own."""
+    try:
+        ckpt = torch.load(path, weights_only=False, **kwargs)
+    except (EOFError, RuntimeError, OSError, pickle.UnpicklingError, ValueError) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise CheckpointUnreadable(f"{path}: not a readable checkpoint (empty or cut short? {why})") from None
+    if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
+        raise CheckpointUnreadable(f"{path}: not a Lightning checkpoint (no state_dict)")
+    return ckpt
+
+
 def load_system(path: str | Path, map_location: Any = "cpu") -> TranslationSystem:
     """A TranslationSystem from a checkpoint. Checkpoints of older ablate versions also hold the decoding
     settings as hyperparameters (beam_size, length_penalty, ...): they now come from the run's
     ``eval`` config, so hyperparameters the constructor no longer takes are dropped."""
-    ckpt = torch.load(path, map_location=map_location, weights_only=False)
+    ckpt = read_checkpoint(path, map_location=map_location)
     known = set(inspect.signature(TranslationSystem.__init__).parameters) - {"self"}
     hparams = {k: v for k, v in ckpt.get("hyper_parameters", {}).items() if k in known}
     system = TranslationSystem(**hparams)
@@ -173,4 +189,4 @@ def load_system(path: str | Path, map_location: Any = "cpu") -> TranslationSyste
 
 def checkpoint_step(path: str | Path) -> int:
     """The optimizer step a Lightning checkpoint was written at (memory-mapped: the weights are not read)."""
-    return int(torch.load(path, map_location="cpu", mmap=True, weights_only=False)["global_step"])
+    return int(read_checkpoint(path, map_location="cpu", mmap=True).get("global_step", 0))
