@@ -32,6 +32,7 @@ from ablate.stats.correction import CORRECTIONS, DEFAULT_CORRECTION
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.loader import open_sweep
 from ablate.sweep.plan import trial_states
+from ablate.sweep.store.reuse import hint
 from ablate.sweep.store.store import SweepStore
 
 PLOT_NAME = "table3.png"  # the end-of-sweep summary writes its plot here, under <runs>/<sweep name>/
@@ -94,6 +95,8 @@ def table(
     opened = open_sweep(sweep_path)  # with the command-line overrides recorded with the sweep
     for note in opened.notes:
         print(f"note: {note}", file=sys.stderr)  # stderr: stdout may be CSV or JSON
+    if not opened.store.exists() and (line := hint(opened.sweep, opened.store)) is not None:
+        print(f"note: {line}", file=sys.stderr)  # a renamed sweep file: every row waits, as `status` says
     report = load_table(opened.sweep, alpha, opened.store, correction)
     sys.stdout.write(render(report, fmt))
     if plot is not None:
@@ -254,6 +257,12 @@ def compare(
             raise ReportError(f"{path}: sweep {opened.sweep.name} has no results yet; run `ablate sweep {path}` first")
         tables.append(load_table(opened.sweep, alpha, opened.store, correction))
     comp = compare_tables(tables)
+    if not comp.rows:  # nothing to set side by side: an empty table and exit 0 read as "no effect differs"
+        names = " and ".join(repr(t.name) for t in tables)
+        raise ReportError(
+            f"sweeps {names} share no row (matched by row name, else by paper key); compare sweeps of the "
+            "same rows, or give rows the same name: or paper: key"
+        )
     sys.stdout.write(render_compare(comp, fmt))
     if plot is not None:
         print(f"plot written to {plot_compare(comp, plot)}", file=sys.stderr)

@@ -113,3 +113,19 @@ def test_an_effect_is_its_tests_estimate_so_it_sits_inside_its_interval() -> Non
     effect = effect_of(Table3("t", [base, row]), row)
     assert effect is not None and effect.ppl_low is not None and effect.ppl_high is not None
     assert effect.ppl_low <= effect.ppl <= effect.ppl_high and effect.ppl == pytest.approx(0.05)
+
+
+def test_compare_of_sweeps_that_share_no_row_is_one_line(sweeps: list[Path], make_trial, monkeypatch, capsys) -> None:
+    """It printed an empty table and exited 0, which reads as "nothing differs"."""
+    import ablate.report.commands
+    from ablate.report.table import build_table
+
+    def table_of(name: str, row: str):
+        base = make_trial("base", "base", "base", ppl=5.0, bleu=20.0)
+        return build_table([base, make_trial(row, "X", None, ppl=5.5, bleu=19.0)], name=name)
+
+    tables = iter([table_of("A", "only-in-a"), table_of("B", "only-in-b")])
+    monkeypatch.setattr(ablate.report.commands, "load_table", lambda *a, **k: next(tables))
+    assert main(["compare", str(sweeps[0]), str(sweeps[1])]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "share no row" in err

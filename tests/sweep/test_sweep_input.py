@@ -284,6 +284,8 @@ def test_a_renamed_sweep_file_says_so_and_reuses_finished_trials_on_request(writ
     out = capsys.readouterr().out
     assert "not started" in out and "'old' (1 finished trial(s) with this sweep's trial ids)" in out
     assert "--reuse old" in out
+    assert main(["table", str(new)]) == 0  # every row waiting: the table says why, as status does
+    assert "--reuse old" in capsys.readouterr().err
     assert main(["sweep", str(new), "--reuse", "old"]) == 0
     out = capsys.readouterr().out
     assert "reused 1 finished trial(s) of sweep 'old'" in out
