@@ -178,9 +178,8 @@ def _launch(spec: Sweep, opened: OpenSweep, launcher_options: Mapping[str, Any] 
             f"follow with `ablate status {spec.path}`"
         )
         return SweepRun(0, spec, finished=False)
-    done_before = {v.trial_id for v in before if v.state == "done"}
     slots = launcher.capacity() if local else 0
-    return _ended(launcher.sweep, opened, counts, time.time() - t0, done_before, slots)
+    return _ended(launcher.sweep, opened, counts, time.time() - t0, launcher.started, slots)
 
 
 def _ended(
@@ -188,18 +187,20 @@ def _ended(
     opened: OpenSweep,
     counts: Mapping[str, int],
     seconds: float,
-    done_before: set[str] = frozenset(),
+    started: set[str] = frozenset(),
     slots: int = 0,
 ) -> SweepRun:
     """The controller's last lines: the tally, the efficiency of a local sweep's slots (ablate.sweep.efficiency)
-    and each failure; code 0 when every trial finished."""
+    and each failure; code 0 when every trial finished. The efficiency counts the trials this controller
+    started: one it adopted (a killed controller's live worker) trained partly before it, and counting
+    its time against this run's slots gave "292% of slot time"."""
     tally = ", ".join(f"{counts.get(s, 0)} {s}" for s in plans.tally(spec))
     print(f"sweep {spec.name}: {tally} in {seconds:.0f} s")
     views = plans.trial_states(opened.store, spec)
     if slots:
         from ablate.sweep.efficiency import efficiency_lines
 
-        finished = [v.metrics for v in views if v.state == "done" and v.trial_id not in done_before]
+        finished = [v.metrics for v in views if v.state == "done" and v.trial_id in started]
         for line in efficiency_lines(finished, seconds, slots):
             print(line)
     for v in views:

@@ -102,6 +102,7 @@ def train(cfg: Any, output_dir: str, *, resume: bool = True, trainer_kwargs: Any
         "params": 1234,
         "tokens_per_sec": 100.0,
         "wall_time_s": time.time() - t0,
+        "train_time_s": time.time() - t0,  # as the real trainer reports it: the efficiency line reads it
         "step": max_steps,
         "resumed_from": start,
         "wandb_run_id": wandb_id,

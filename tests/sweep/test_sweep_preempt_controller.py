@@ -95,3 +95,6 @@ def test_a_rerun_counts_the_live_workers_of_a_killed_controller(write_sweep):
     by = SweepStore.for_sweep(sweep).by_trial()
     assert all([(a.attempt, a.state) for a in by[t.trial_id]] == [(0, "COMPLETE")] for t in sweep.trials), by
     assert all(len(calls(d)) == 1 for d in dirs)
+    # the efficiency line counts only the trial this controller started, not the two it adopted
+    line = next(ln for ln in out.splitlines() if ln.startswith("efficiency:"))
+    assert int(line.split()[1].rstrip("%")) <= 100 and "1 trial(s) finished in this run" in line, line

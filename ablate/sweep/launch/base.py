@@ -42,6 +42,7 @@ class Launcher:
         self.cfg = dict(sweep.launcher)
         self.poll_s = float(self.cfg.get("poll_s", self.poll_s))
         self.retries: Counter[str] = Counter()
+        self.started: set[str] = set()  # ablate ids of the attempts this controller started (not adopted)
         self._cost_cache: dict[str, float] | None = None
 
     # -- validation (pure; called while the sweep file is checked) ------------------------------

@@ -143,6 +143,7 @@ class LocalLauncher(Launcher):
             if not self.store.claim(a.storage_id, token):
                 continue  # another controller took it
             devices = avail[: self.per_trial]
+            self.started.add(a.ablate_id)
             self.free = [d for d in self.free if d not in devices]
             self.children[a.storage_id] = _Child(self._spawn(a, token, devices), devices, a)
 
