@@ -108,10 +108,7 @@ class RunMonitor(pl.Callback):
         }
         if self.run_dir is not None:
             self.run_dir.write_progress(self.last)
-        info = (
-            f"loss {self.last['train/loss'] or float('nan'):.3f} | lr {self.last['lr'] or 0:.2e} | "
-            f"{tps:,.0f} tok/s | val/ppl {self.last['val/ppl'] or float('nan'):.2f}"
-        )
+        info = progress_info(self.last, tps)
         if self._bar is not None:
             self._bar.update(self._task, info=info)
         elif self.show:
@@ -146,3 +143,16 @@ def _time_left(trainer: pl.Trainer) -> float | None:
 
 def _sooner(a: float | None, b: float | None) -> float | None:
     return b if a is None else a if b is None else min(a, b)
+
+
+def progress_info(last: dict[str, Any], tps: float) -> str:
+    """The progress line's figures; one not measured yet (dev PPL before the first validation) is "-",
+    not "nan", which reads as a diverged run."""
+
+    def shown(value: Any, spec: str) -> str:
+        return "-" if value is None else format(value, spec)
+
+    return (
+        f"loss {shown(last.get('train/loss'), '.3f')} | lr {shown(last.get('lr'), '.2e')} | "
+        f"{tps:,.0f} tok/s | val/ppl {shown(last.get('val/ppl'), '.2f')}"
+    )

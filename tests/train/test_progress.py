@@ -30,3 +30,12 @@ def test_atomic_open_leaves_the_old_file_on_a_crash(tmp_path) -> None:
         raise RuntimeError("disk full")
     assert target.read_bytes() == b"old"  # never torn
     assert [p.name for p in tmp_path.iterdir()] == ["last.ckpt"]  # no temp file left behind
+
+
+def test_the_progress_line_shows_a_dash_before_the_first_validation() -> None:
+    from ablate.train.monitor import progress_info
+
+    before = progress_info({"train/loss": 4.5, "lr": 1e-4, "val/ppl": None}, 1234.0)
+    assert "val/ppl -" in before and "nan" not in before and "loss 4.500" in before
+    after = progress_info({"train/loss": 4.5, "lr": 1e-4, "val/ppl": 88.123}, 1234.0)
+    assert "val/ppl 88.12" in after and "1,234 tok/s" in after
