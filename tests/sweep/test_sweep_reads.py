@@ -11,6 +11,7 @@ import pytest
 
 from ablate.sweep.file.spec import load_sweep
 from ablate.sweep.plan import trial_states
+from ablate.sweep.store.location import file_of
 from ablate.sweep.store.store import SweepStore
 
 ROWS = [{"name": f"r{i}", "group": "A", "overrides": [f"model.d_ff={16 + i}"]} for i in range(6)]
@@ -136,3 +137,28 @@ def test_a_store_opened_to_read_is_opened_again_to_write(write_sweep):
     assert reader.exists() and reader._storage is None and not reader._checked  # a SQL engine alone
     assert len(reader.attempts()) == 6 and reader._storage is None
     assert reader.sync(sweep) == [] and reader._checked  # a write: Optuna's storage, with its checks
+
+
+def test_an_untested_optuna_schema_is_read_through_optunas_api(write_sweep, capsys) -> None:
+    """The SQL reads depend on Optuna's tables: on a schema revision they were not tested on, the store
+    says so in one line and reads through Optuna's API, with the same attempts."""
+    import sqlite3
+
+    path = write_sweep(rows=[{"name": "a"}, {"name": "b", "overrides": ["model.n_heads=4"]}])
+    sweep = load_sweep(path)
+    store = SweepStore.for_sweep(sweep)
+    store.sync(sweep)
+    expected = [(a.ablate_id, a.state) for a in SweepStore.for_sweep(sweep).attempts()]
+    assert store.reader._sql  # the tested revision: SQL
+    db = sqlite3.connect(str(file_of(store.url)))
+    db.execute("UPDATE alembic_version SET version_num = 'v99.0.0.a'")
+    db.commit()
+    db.close()
+    capsys.readouterr()
+    later = SweepStore.for_sweep(sweep)
+    assert [(a.ablate_id, a.state) for a in later.attempts()] == expected
+    assert not later.reader._sql
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "v99.0.0.a" in err and "Optuna's API" in err
+    later.attempts()
+    assert capsys.readouterr().err == ""  # said once

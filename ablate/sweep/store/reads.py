@@ -24,6 +24,7 @@ state, so what is built from the attempts is rebuilt only then.
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -94,8 +95,9 @@ class AttemptReader:
                 self._table = TableReader(engine, study_id)
             try:
                 attempts = self._table.read()
-            except SchemaMismatch:
+            except SchemaMismatch as exc:
                 self._sql = False
+                print(f"note: the store's tables: {exc}; reading through Optuna's API instead", file=sys.stderr)
             else:
                 if self._table.generation != self._table_generation:
                     self._table_generation = self._table.generation

@@ -22,8 +22,10 @@ or a change of state makes new objects and raises :attr:`TableReader.generation`
 the attempts are rebuilt only then (:func:`ablate.sweep.plan.trial_states`).
 
 The two tables and their columns (trial_id, number, study_id, state; trial_id, key, value_json) are
-Optuna's storage schema, which its migrations have kept since version 1. A statement that fails on
-another schema raises :class:`SchemaMismatch`, and the store reads through Optuna's API from then on.
+Optuna's storage schema, which its migrations have kept since version 1. The first read checks the
+schema revision Optuna records (``alembic_version``): on one the reads were not tested with, and on
+any statement that fails, it raises :class:`SchemaMismatch`, and the store reads through Optuna's API
+from then on (one line says so).
 """
 
 from __future__ import annotations
@@ -49,11 +51,21 @@ _ALL_ATTRS = (
 )
 _SOME_ATTRS = "SELECT trial_id, key, value_json FROM trial_user_attributes WHERE trial_id IN ({ids})"
 _CHUNK = 500  # ids per IN list: short statements on every database
+_REVISION = "SELECT version_num FROM alembic_version"
+TESTED_REVISIONS = ("v3.2.0.a",)  # Optuna's schema revisions these statements were tested on (Optuna 5.0)
 _IDENTITY = ", ".join(f"'{k}'" for k in IDENTITY_ATTRS)
 
 
 class SchemaMismatch(Exception):
     """Optuna's tables are not as this reader expects: read through the storage API instead."""
+
+
+def _check_revision(cursor: Any) -> None:
+    """Refuse (SchemaMismatch) a schema revision the statements here were not tested on."""
+    found = _run(cursor, _REVISION)
+    revision = str(found[0][0]) if found else "none"
+    if revision not in TESTED_REVISIONS:
+        raise SchemaMismatch(f"Optuna schema revision {revision}, not one ablate's SQL reads were tested on")
 
 
 class TableReader:
@@ -75,6 +87,8 @@ class TableReader:
         try:
             with self.engine.connect() as conn:
                 cursor = conn.connection.cursor()  # the driver's own cursor: see _run
+                if not self.known:
+                    _check_revision(cursor)
                 rows = self._rows(cursor)
                 live = _run(cursor, _LIVE_ATTRS.format(study=self.study_id, identity=_IDENTITY))
                 whole = self._whole(cursor, rows)
