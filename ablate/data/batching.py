@@ -112,6 +112,14 @@ class TokenBucketBatchSampler:
             return
         epoch, start = self.epoch, self.position
         batches = self.epoch_batches(epoch)
+        if start >= len(batches):
+            # The last pass ended after its final batch without exhausting this generator (Lightning
+            # stops at len(loader) batches), so the move to the next epoch below never ran: make it
+            # now. Before, that pass yielded nothing and Lightning counted an empty epoch after every
+            # real one (metrics said epoch 21 for 10.9 passes, and train.max_epochs gave half its passes).
+            epoch, start = epoch + 1, 0
+            batches = self.epoch_batches(epoch)
+            self.epoch, self.position = epoch, 0
         for k in range(start, len(batches)):
             self.position = k + 1
             yield batches[k].tolist()

@@ -97,7 +97,9 @@ def final_metrics(
             "wall_time_s": time.monotonic() - t0,
             **_timing(timing or {}, monitor.train_seconds, time.monotonic() - t_eval),
             "step": step,
-            "epoch": int(trainer.current_epoch),
+            "epoch": int(
+                trainer.current_epoch
+            ),  # passes over the training data completed (budget_epochs: the fraction)
             **_budget(budget),
             "checkpoint": used,
             "checkpoint_step": used_step,

@@ -127,3 +127,20 @@ def test_eval_sampler_restarts_every_pass_even_when_not_exhausted() -> None:
     for _ in range(len(sampler)):
         next(it)  # consumed like Lightning does, generator left suspended at its end
     assert list(sampler) == first and len(first) == len(sampler) > 1
+
+
+def test_a_pass_stopped_at_its_last_batch_moves_to_the_next_epoch(lengths) -> None:
+    """Lightning stops a pass after len(loader) batches without exhausting the sampler's generator; the
+    next pass must be the next epoch's batches. It was empty, and Lightning counted an empty epoch after
+    every real one (metrics.json: epoch 21 for 10.9 passes; train.max_epochs gave half its passes)."""
+    import itertools
+
+    src, tgt = lengths
+    sampler = TokenBucketBatchSampler(src, tgt, max_tokens=400, seed=3)
+    n = len(sampler)
+    for epoch in range(3):
+        got = list(itertools.islice(iter(sampler), n))  # as Lightning takes them
+        assert got == [b.tolist() for b in sampler.epoch_batches(epoch)], epoch
+    resumed = TokenBucketBatchSampler(src, tgt, max_tokens=400, seed=3)
+    resumed.load_state_dict({"epoch": 2, "position": n})  # saved after an epoch's last batch
+    assert next(iter(resumed)) == sampler.epoch_batches(3)[0].tolist()
