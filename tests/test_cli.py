@@ -47,7 +47,8 @@ rows:
   - {{name: t5 deep, group: V, overrides: ["model.positional={{name: t5, args: {{n_buckets: 16}}}}",
                                          model.residual=deepnorm, model.ffn=geglu, model.norm=scalenorm]}}
 """
-HEAVY = ("torch", "lightning", "pytorch_lightning", "matplotlib", "wandb")
+# optuna (0.2 s): a read opens a SQL store with SQLAlchemy alone, and an unrun sweep opens none
+HEAVY = ("torch", "lightning", "pytorch_lightning", "matplotlib", "wandb", "optuna")
 
 
 @pytest.mark.parametrize("command", [["sweep", "--dry-run", "--json"], ["status"], ["table"], ["--help"]], ids=" ".join)

@@ -99,10 +99,15 @@ def test_table_formats_and_plot(sweep_file: Path, fake_results, tmp_path: Path, 
     assert "give a file name ending in .png" in capsys.readouterr().err
 
 
-def test_table_imports_neither_torch_nor_lightning_nor_matplotlib(sweep_file: Path) -> None:
+@pytest.mark.parametrize("results", [False, True], ids=["unrun", "finished"])
+def test_table_imports_neither_torch_nor_lightning_nor_matplotlib(sweep_file: Path, request, results: bool) -> None:
+    """Nor Optuna: a finished sweep's store is read with SQL (Optuna alone takes 0.2 s to import)."""
+    if results:
+        request.getfixturevalue("fake_results")
     code = (
         "import sys; from ablate.cli import main; main(['table', sys.argv[1], '--format', 'csv']);"
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'lightning', 'matplotlib', 'wandb'}))"
+        "heavy = {'torch', 'lightning', 'matplotlib', 'wandb', 'optuna'};"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code, str(sweep_file)], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines()[-1] == "[]"

@@ -27,24 +27,32 @@ def _candidates(store: SweepStore) -> list[str]:
 
 def other_sweeps(spec: Sweep, store: SweepStore) -> list[tuple[str, str, int]]:
     """(sweep name, store URL, finished trials it shares with ``spec``) of every other sweep nearby."""
-    import optuna
-
     mine = {t.trial_id for t in spec.trials}
     found = []
     for url in _candidates(store):
         path = file_of(url)
         if path is not None and not path.exists():
             continue
-        try:
-            names = optuna.study.get_all_study_names(storage=url)
-        except Exception:  # noqa: BLE001 - a file that is not a store is none of ours to read
-            continue
+        names = _study_names(url)
         for name in names:
             if name == spec.name or ":" in name:  # a search's row studies (<sweep>:<row>): not sweeps
                 continue
             done = [a for a in SweepStore(url, name).attempts() if a.state == "COMPLETE" and a.ablate_id in mine]
             found.append((name, url, len(done)))
     return found
+
+
+def _study_names(url: str) -> list[str]:
+    """The studies of a store, read with SQL: nothing is written (Optuna's own listing makes its tables in
+    any .db file it is pointed at) and Optuna is not imported; [] for a file that is not a store."""
+    import sqlalchemy
+
+    try:
+        engine = sqlalchemy.create_engine(url)
+        with engine.connect() as conn:
+            return [str(r[0]) for r in conn.execute(sqlalchemy.text("SELECT study_name FROM studies"))]
+    except Exception:  # noqa: BLE001 - a file that is not a store is none of ours to read
+        return []
 
 
 def hint(spec: Sweep, store: SweepStore) -> str | None:
