@@ -58,3 +58,20 @@ def test_fidelity_with_too_few_rows_says_so(make_trial) -> None:
     assert fid.spearman_ppl is None and fid.n_ppl == 2
     assert "PPL n/a (n=2, needs 3+)" in fid.lines()[0]
     assert fid.sign_ppl == (1, 1)
+
+
+def test_spearman_is_scipys_with_ties_averaged() -> None:
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    from ablate.report.fidelity import spearman
+
+    rng = np.random.default_rng(0)
+    for n in (3, 5, 8, 20):
+        for _ in range(50):
+            x = rng.integers(0, 4, n).astype(float).tolist()  # many ties
+            y = (rng.normal(size=n) + np.array(x)).round(1).tolist()
+            if len(set(x)) < 2 or len(set(y)) < 2:
+                assert spearman(x, y) is None
+                continue
+            assert spearman(x, y) == pytest.approx(float(spearmanr(x, y).statistic), abs=1e-12)
