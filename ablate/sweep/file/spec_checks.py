@@ -144,6 +144,10 @@ def check_top(where: str, data: Mapping[str, Any]) -> tuple[str, int, tuple[str,
     for required in ("experiment", "rows") if data.get("search") is None else ("experiment",):
         if required not in data:
             raise SweepError(f"{where}: missing key {required!r} ({SWEEP_KEYS[required]})")
+    for key in ("experiment", "runs"):  # paths: a NUL byte or a number would fail deep in the OS calls
+        value = data.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip() or "\x00" in value):
+            raise SweepError(f"{where}: {key} must be a path (a non-empty string, no NUL byte), got {value!r}")
     name = data.get("name")
     if name is not None and not isinstance(name, str):
         raise SweepError(f"{where}: name must be a string, got {name!r} (quote it)")
