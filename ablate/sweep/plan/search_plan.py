@@ -16,9 +16,17 @@ from typing import Any
 from ablate.sweep.file.search_spec import SearchSpec
 from ablate.sweep.file.spec import Sweep, Trial
 from ablate.sweep.plan.base import PLANS, Plan
-from ablate.sweep.plan.cost import estimate
 from ablate.sweep.plan.search import Searcher, materialize
 from ablate.sweep.store.state import TrialView
+
+
+def _estimate(sweep: Sweep, t: Trial) -> dict[str, Any]:
+    """The dry run's cost of a trial (ablate.sweep.plan.cost, imported here only: `table` and `status`
+    read a search without it)."""
+    from ablate.sweep.plan.cost import estimate
+
+    return estimate(sweep, t)
+
 
 PRUNED_SHARE, PRUNED_AT = 0.5, 0.5  # the assumption behind the expected saving (see the module doc)
 
@@ -53,7 +61,7 @@ def search_plan(sweep: Sweep) -> dict[str, Any]:
     seeds = sweep.source.seeds if sweep.source is not None else (sweep.templates[0].seed,)
     rows = []
     for t in sweep.templates:
-        e = estimate(sweep, t)
+        e = _estimate(sweep, t)
         runs = spec.n_trials + len(seeds) - 1
         rows.append(
             {
@@ -232,7 +240,7 @@ class SearchPlan(Plan):
         if room <= 0:
             return []
         if self._row_costs is None:
-            self._row_costs = {t.row: float(estimate(self.sweep, t)["flops"] or 0.0) for t in self.sweep.templates}
+            self._row_costs = {t.row: float(_estimate(self.sweep, t)["flops"] or 0.0) for t in self.sweep.templates}
         notes = self.searcher.step(room, self._row_costs)
         self.sweep, self.more = self.searcher.sweep, self.searcher.more
         return notes
