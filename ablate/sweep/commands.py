@@ -23,10 +23,11 @@ from typing import Any
 import ablate.sweep.plan.plans as plans
 from ablate.sweep.dry_run import print_dry_run
 from ablate.sweep.file.errors import SweepError
-from ablate.sweep.file.spec import Sweep
+from ablate.sweep.file.spec import Sweep, read_sweep_file
 from ablate.sweep.launch import LAUNCHERS
 from ablate.sweep.launch.progress import render_table, title, trial_lines
 from ablate.sweep.loader import MAX_TRIALS, OpenSweep, open_sweep
+from ablate.sweep.store.location import store_url
 from ablate.sweep.store.reuse import check_reuse
 from ablate.sweep.store.state import STATES, TrialView
 from ablate.sweep.store.store import SweepStore
@@ -64,6 +65,11 @@ def name_clash(spec: Sweep, store: SweepStore) -> str | None:
     study and one runs folder (each `ablate table` overwriting the other's table files)."""
     other = store.recorded_file()
     if other is None or not other.exists() or other.samefile(spec.path):
+        return None
+    try:  # a copied project folder: the other file opens the store it was copied from, not this one
+        if store_url(read_sweep_file(other)) != store.url:
+            return None
+    except SweepError:  # the other file no longer reads as a sweep: it cannot run under this name
         return None
     return (
         f"{spec.path}: name {spec.name!r} is taken in store {store.url} by {other}; give this file another "
@@ -109,8 +115,10 @@ def sweep(
     _note(opened)
     for line in plans.notes(spec):
         print(f"note: {line}", file=sys.stderr)
-    if why := runs_problem(spec):  # the dry run refuses it too: the run would
-        raise SweepError(why)
+    if why := runs_problem(spec):
+        if not dry_run or spec.launcher["name"] == "local":  # the dry run refuses what this machine's run would
+            raise SweepError(why)
+        print(f"note: {why} (here; a plan for the cluster needs none of it)", file=sys.stderr)
     LAUNCHERS.get(spec.launcher["name"]).check_trials(spec)
     if why := name_clash(spec, opened.store):
         raise SweepError(why)

@@ -70,15 +70,17 @@ def quiet_lightning() -> None:
             logger.addFilter(_NoLightningTips())  # advertisements for Lightning's cloud services
 
 
-def open_run_dir(cfg: DictConfig, output_dir: str | Path | None, resume: bool) -> tuple[RunDir, int | None]:
-    """The run directory (created; ``config.yaml`` written) and the step of the checkpoint to resume, if any.
+def open_run_dir(
+    cfg: DictConfig, output_dir: str | Path | None, resume: bool
+) -> tuple[RunDir, int | None, Path | None]:
+    """The run directory (created; ``config.yaml`` written), and the step and checkpoint to resume from.
 
     A directory holding another model / data / recipe is refused (RunDirError)."""
     rd = RunDir(output_dir if output_dir is not None else make_run_dir(cfg))
-    resume_step = None
+    resume_step, resume_from = None, None
     if resume and rd.last_ckpt.is_file():
         check_resumable(rd.path, cfg)
-        resume_step = _resume_step(rd)
+        resume_step, resume_from = _resume_point(rd)
     try:
         rd.path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # a file of that name, a read-only folder: the same on every try
@@ -86,32 +88,40 @@ def open_run_dir(cfg: DictConfig, output_dir: str | Path | None, resume: bool) -
             f"{rd.path}: cannot create the run directory ({exc.strerror}); choose another --output"
         ) from None
     save_config(cfg, rd.config)
-    return rd, resume_step
+    return rd, resume_step, resume_from
 
 
-def _resume_step(rd: RunDir) -> int | None:
-    """The step of ``last.ckpt`` to resume from. One that cannot be read (cut short by a full disk or a
-    copy) is set aside as ``last.ckpt.broken-<time>`` (kept, never deleted) and the run resumes from
-    ``best.ckpt`` (an earlier step) or, without a readable one, from the start: said in the log, never a
-    crash that would repeat on every retry."""
+def _resume_point(rd: RunDir) -> tuple[int | None, Path | None]:
+    """(step, checkpoint) to resume from: ``last.ckpt``; when it cannot be read (cut short by a full disk
+    or a copy), ``best.ckpt`` (an earlier step) or, without a readable one, the start. Said in the log,
+    never a crash that would repeat on every retry. Nothing is moved or written but a copy of the broken
+    file (``last.ckpt.broken-<time>``, by rank 0 only): every DDP rank of a SLURM job runs this at once
+    and must reach the same answer from the same files."""
     from ablate.train.system import checkpoint_step
 
     try:
-        return checkpoint_step(rd.last_ckpt)
+        return checkpoint_step(rd.last_ckpt), rd.last_ckpt
     except CheckpointUnreadable as exc:
+        said = f"warning: {exc}"
+    if _rank_zero():
         broken = rd.last_ckpt.with_name(f"last.ckpt.broken-{int(time.time())}")
-        rd.last_ckpt.replace(broken)
-        said = f"warning: {exc}; set aside as {broken.name}"
+        shutil.copyfile(rd.last_ckpt, broken)  # kept; the next checkpoint replaces last.ckpt
+        said += f"; a copy kept as {broken.name}"
     try:
         step = checkpoint_step(rd.best_ckpt) if rd.best_ckpt.is_file() else None
     except CheckpointUnreadable:
         step = None
     if step is None:
         print(f"{said}; no readable checkpoint: training starts again from step 0", flush=True)
-        return None
-    shutil.copyfile(rd.best_ckpt, rd.last_ckpt)
+        return None, None
     print(f"{said}; resuming from best.ckpt (step {step})", flush=True)
-    return step
+    return step, rd.best_ckpt
+
+
+def _rank_zero() -> bool:
+    """Whether this process is DDP rank 0 as its launcher tells it (SLURM, torchrun, Lightning)."""
+    ranks = [os.environ.get(k, "0") for k in ("SLURM_PROCID", "RANK", "LOCAL_RANK")]
+    return all(not r.strip().isdigit() or int(r) == 0 for r in ranks)
 
 
 def train(
@@ -135,7 +145,7 @@ def train(
     t0 = time.monotonic()
     timing: dict[str, float | None] = {"startup_s": _startup_seconds()}
     keep_freed_memory()
-    rd, resume_step = open_run_dir(cfg, output_dir, resume)
+    rd, resume_step, resume_from = open_run_dir(cfg, output_dir, resume)
     prepared, budget = _prepare(cfg)
     timing["data_s"] = time.monotonic() - t0
     dm = _datamodule(cfg, prepared)
@@ -152,7 +162,7 @@ def train(
     try:
         t_fit = time.monotonic()
         timing["setup_s"] = t_fit - t0 - timing["data_s"]
-        trainer.fit(system, datamodule=dm, ckpt_path=str(rd.last_ckpt) if resume_step is not None else None)
+        trainer.fit(system, datamodule=dm, ckpt_path=str(resume_from) if resume_from is not None else None)
         timing["fit_s"] = time.monotonic() - t_fit
         if not trainer.is_global_zero:
             status = "done"

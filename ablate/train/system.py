@@ -189,4 +189,8 @@ def load_system(path: str | Path, map_location: Any = "cpu") -> TranslationSyste
 
 def checkpoint_step(path: str | Path) -> int:
     """The optimizer step a Lightning checkpoint was written at (memory-mapped: the weights are not read)."""
-    return int(read_checkpoint(path, map_location="cpu", mmap=True).get("global_step", 0))
+    try:
+        ckpt = read_checkpoint(path, map_location="cpu", mmap=True)
+    except CheckpointUnreadable:  # a file system without mmap: read it whole before calling it broken
+        ckpt = read_checkpoint(path, map_location="cpu")
+    return int(ckpt.get("global_step", 0))

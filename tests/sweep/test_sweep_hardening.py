@@ -111,3 +111,23 @@ def test_two_sweep_files_under_one_name_in_one_store_are_refused(write_sweep, ca
     assert main(["sweep", str(first), "--dry-run"]) == 0  # the file that owns the name runs on
     first.rename(first.parent / "moved.yaml")  # gone: the name is free again (a renamed file)
     assert main(["sweep", str(second), "--dry-run"]) == 0
+
+
+def test_a_copied_project_folder_keeps_its_name(write_sweep, tmp_path: Path) -> None:
+    """The copy's store, copied along, records the original file; the two open different stores, so the
+    copy's sweep is no clash (it was refused)."""
+    import shutil
+
+    first = write_sweep(name="shared")
+    sweep = load_sweep(first)
+    SweepStore.for_sweep(sweep).sync(sweep)
+    copy = tmp_path.parent / f"{tmp_path.name}-copy"
+    shutil.copytree(tmp_path, copy)
+    assert main(["sweep", str(copy / first.name), "--dry-run"]) == 0
+
+
+def test_a_cluster_runs_folder_is_a_note_in_a_plan_made_elsewhere(write_sweep, tmp_path: Path, capsys) -> None:
+    (tmp_path / "blocker").write_text("here, a file; on the cluster, its scratch folder")
+    path = write_sweep(runs="blocker/runs", launcher={"name": "slurm"})
+    assert main(["sweep", str(path), "--dry-run"]) == 0
+    assert "runs:" in capsys.readouterr().err

@@ -1,6 +1,6 @@
 """Checkpoints cut short (a full disk, a copy stopped halfway): `ablate eval` says so in one line, and a
-run resuming from a broken last.ckpt falls back to best.ckpt or to the start, keeping the broken file,
-instead of crashing on every retry."""
+run resuming from a broken last.ckpt falls back to best.ckpt or to the start, keeping a copy of the
+broken file, instead of crashing on every retry."""
 
 from __future__ import annotations
 
@@ -50,6 +50,7 @@ def test_a_cut_short_last_checkpoint_resumes_from_best_or_the_start(
     metrics = train(load_config(MINI, overrides=[*STRAIGHT, f"train.max_steps={STEPS + 2}"]), run)
     out = capsys.readouterr().out
     assert metrics["step"] == STEPS + 2
-    assert len(list(rd.checkpoints.glob("last.ckpt.broken-*"))) == 1  # kept, never deleted
+    assert len(list(rd.checkpoints.glob("last.ckpt.broken-*"))) == 1  # a copy kept
+    assert checkpoint_step(rd.last_ckpt) == STEPS + 2  # the broken one replaced by the run's own
     said = f"resuming from best.ckpt (step {best_step})" if with_best else "training starts again from step 0"
     assert "not a readable checkpoint" in out and said in out
