@@ -27,7 +27,6 @@ from ablate.sweep.file.spec import Sweep, read_sweep_file
 from ablate.sweep.launch import LAUNCHERS
 from ablate.sweep.launch.progress import render_table, title, trial_lines
 from ablate.sweep.loader import MAX_TRIALS, OpenSweep, open_sweep
-from ablate.sweep.store.location import store_url
 from ablate.sweep.store.reuse import check_reuse
 from ablate.sweep.store.state import STATES, TrialView
 from ablate.sweep.store.store import SweepStore
@@ -67,7 +66,7 @@ def name_clash(spec: Sweep, store: SweepStore) -> str | None:
     if other is None or not other.exists() or other.samefile(spec.path):
         return None
     try:  # a copied project folder: the other file opens the store it was copied from, not this one
-        if store_url(read_sweep_file(other)) != store.url:
+        if SweepStore.for_sweep(read_sweep_file(other)).url != store.url:
             return None
     except SweepError:  # the other file no longer reads as a sweep: it cannot run under this name
         return None
