@@ -135,8 +135,10 @@ def test_a_long_file_says_why() -> None:
 
 
 # The wing's size, per file: a ratchet (lower these when the wing shrinks; raise them only for a reason
-# given in the commit: 125 for the launchers' pure check of a sweep's trials, which the dry run runs).
-MAX_ARROWS, MAX_FLOORS = 125, 14
+# given in the commit: 125 for the launchers' pure check of a sweep's trials, which the dry run runs;
+# 134 for the Ray launcher (6 arrows) and the launchers' own launch checks, needs and detached reaping,
+# which took the commands' branches on a launcher's name away (3)).
+MAX_ARROWS, MAX_FLOORS = 134, 14
 
 
 def test_the_wing_graph_does_not_grow() -> None:

@@ -40,12 +40,7 @@ def _note(opened: OpenSweep) -> None:
 
 def launch_problem(spec: Sweep) -> str | None:
     """What keeps this machine from launching the sweep (checked before anything is stored), or None."""
-    if spec.launcher["name"] == "slurm" and shutil.which("sbatch") is None:
-        return (
-            f"{spec.path}: launcher slurm: `sbatch` is not on PATH here (no SLURM client); run `ablate sweep` "
-            "on a machine of the cluster, or set launcher: local"
-        )
-    return None
+    return LAUNCHERS.get(spec.launcher["name"]).launch_problem(spec)
 
 
 def runs_problem(spec: Sweep) -> str | None:
@@ -131,8 +126,10 @@ def sweep(
         return SweepRun(code, spec, finished=False)
     if problem:
         raise SweepError(problem)
-    if detach and spec.launcher["name"] != "slurm":
-        raise SweepError(f"{spec.path}: --detach needs launcher slurm (trials of a local sweep live in this process)")
+    if detach and not LAUNCHERS.get(spec.launcher["name"]).can_detach:
+        raise SweepError(
+            f"{spec.path}: --detach needs launcher slurm or ray (trials of a local sweep live in this process)"
+        )
     if detach and (why := plans.detach_problem(spec)):
         raise SweepError(why)
     modes = [t.config.get("logging", {}).get("wandb") for t in spec.shapes] + [spec.wandb.get("mode")]
@@ -236,15 +233,9 @@ def _print_status_lines(spec: Sweep, trials: Sequence[TrialView]) -> None:
 
 
 def reap_ended_jobs(spec: Sweep, store: SweepStore) -> None:
-    """Record the SLURM jobs of active attempts that ended without saying so (killed in their start-up,
-    before any handler was installed; timed out; cancelled), as a running controller's poll does: a
-    detached sweep has no controller, and its attempts would otherwise show RUNNING or waiting forever.
-    One ``sacct`` call; nothing happens without ``sacct`` or for a local sweep."""
-    if spec.launcher["name"] != "slurm" or shutil.which("sacct") is None:
-        return
-    launcher = LAUNCHERS.get("slurm")(spec, store)
-    if any(a.attrs.get("slurm_job") for a in launcher.active()):
-        launcher.poll()
+    """Record the jobs of a detached sweep that ended without saying so (its launcher asks the scheduler:
+    sacct, Ray's job API); nothing for a launcher whose trials live in the controller."""
+    LAUNCHERS.get(spec.launcher["name"]).reap_detached(spec, store)
 
 
 def status(path: str | Path) -> int:

@@ -12,12 +12,15 @@ from typing import Any
 
 import ablate.sweep.plan.plans as plans
 from ablate.sweep.file.spec import Sweep
+from ablate.sweep.launch.registry import LAUNCHERS
 from ablate.sweep.plan.cost import estimate
 
 
 def print_dry_run(sweep: Sweep, as_json: bool) -> int:
     own = plans.dry_run(sweep, as_json)  # a search prints its bounds, not a trial list
     if own is not None:
+        if not as_json:
+            _print_needs(sweep)
         return own
     if not as_json:  # the count first, at once: estimating a large sweep takes a while
         print(
@@ -42,7 +45,14 @@ def print_dry_run(sweep: Sweep, as_json: bool) -> int:
     print("\n".join(dry_run_lines(rows, total)))
     for line in plans.dry_run_notes(sweep, total["device_hours"]):
         print(line)
+    _print_needs(sweep)
     return 0
+
+
+def _print_needs(sweep: Sweep) -> None:
+    """What the launcher needs of the machines the trials run on (a shared store and runs folder...)."""
+    for line in LAUNCHERS.get(sweep.launcher["name"]).needs(sweep):
+        print(f"launcher {sweep.launcher['name']} needs: {line}")
 
 
 def dry_run_lines(rows: list[dict[str, Any]], total: Mapping[str, float | None]) -> list[str]:

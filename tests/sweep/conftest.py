@@ -68,3 +68,32 @@ def slurm_cluster() -> None:
     probe = subprocess.run(["sinfo", "-h"], capture_output=True, text=True)
     if probe.returncode != 0 or not probe.stdout.strip():
         pytest.skip(f"sinfo failed ({probe.stderr.strip()[:120]}): no reachable slurmctld; export SLURM_CONF")
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Any:
+    """A real local Ray cluster (``ray start --head``, 4 logical CPUs, no GPU), stopped after the tests;
+    one already running here (``address: auto`` finds it) is used as it is. Skipped without Ray."""
+    import shutil
+    import subprocess
+    import sys
+
+    pytest.importorskip("ray.job_submission", reason='Ray is not installed: pip install -e ".[ray]"')
+    from ablate.sweep.file.errors import SweepError
+    from ablate.sweep.launch.ray_jobs import job_client
+
+    try:
+        job_client("auto", "test")
+        yield "auto"
+        return
+    except SweepError:
+        pass
+    ray = shutil.which("ray") or str(Path(sys.executable).parent / "ray")
+    cmd = [ray, "start", "--head", "--num-cpus", "4", "--num-gpus", "0", "--disable-usage-stats"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        pytest.skip(f"ray start failed: {(done.stderr.strip().splitlines() or ['no output'])[-1][:160]}")
+    try:
+        yield "auto"
+    finally:
+        subprocess.run([ray, "stop", "--force"], capture_output=True, timeout=120)

@@ -24,16 +24,18 @@ TINY_EXPERIMENT = {
 
 # What a local slot runs in the tests: ablate.sweep.launch.worker.main with the fake trainer passed in.
 FAKE_WORKER = (sys.executable, str(HERE / "fake_worker.py"))
-FAKE_TRIAL_FN = "fake_trainer:train"  # what a SLURM array task trains with (this folder on PYTHONPATH)
+FAKE_TRIAL_FN = "fake_trainer:train"  # what a SLURM array task or Ray job trains with (this folder on PYTHONPATH)
 
 
 def use_fake_trainer(set_attr: Callable[[Any, str, Any], None] = setattr) -> None:
     """Make the launchers of this process train with the fake trainer (their own settings)."""
     from ablate.sweep.launch.local import LocalLauncher
+    from ablate.sweep.launch.ray_jobs import RayLauncher
     from ablate.sweep.launch.slurm import SlurmLauncher
 
     set_attr(LocalLauncher, "worker_command", FAKE_WORKER)
     set_attr(SlurmLauncher, "trial_fn", FAKE_TRIAL_FN)
+    set_attr(RayLauncher, "trial_fn", FAKE_TRIAL_FN)
 
 
 def fake_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -82,3 +84,17 @@ def one_line_error(capsys: Any) -> str:
     assert err.count("\n") == 0 and err.startswith("error: "), err
     assert "Traceback" not in err
     return err
+
+
+def two_controllers(path: Path, timeout: float = 300) -> None:
+    """Run two ``ablate sweep PATH`` controllers at once to their end; both must exit 0."""
+    import subprocess
+
+    procs = [
+        subprocess.Popen(
+            ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=timeout)[0].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs

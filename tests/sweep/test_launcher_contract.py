@@ -3,7 +3,7 @@ to catch a broken one. A launcher registered anywhere is covered here with no ne
 
 Each launcher runs the contract's one tiny sweep (3 trials, a stand-in trainer) once per module; every
 check then reads its outcome. A launcher that needs a cluster runs in the integration tier, and only
-where its scheduler answers (``slurm``: ``sinfo``); nothing here starts a cluster.
+where its scheduler answers (``slurm``: ``sinfo``) or, for ``ray``, on a local Ray cluster the tests start.
 """
 
 from __future__ import annotations
@@ -21,7 +21,10 @@ from ablate.sweep.launch.base import Launcher
 from ablate.sweep.launch.contract import CHECKS, FAILS, ContractError, Outcome, evaluate, run_sweep
 
 # launcher -> (the command that answers where its scheduler runs, the pytest marks of its tier)
-NEEDS_CLUSTER = {"slurm": (["sinfo", "-h"], [pytest.mark.slurm, pytest.mark.integration])}
+NEEDS_CLUSTER = {
+    "slurm": (["sinfo", "-h"], [pytest.mark.slurm, pytest.mark.integration]),
+    "ray": (None, [pytest.mark.ray, pytest.mark.integration]),  # the tests start a real local Ray cluster
+}
 
 
 def _scheduler_problem(probe: list[str]) -> str | None:
@@ -49,7 +52,9 @@ def _params() -> list[Any]:
 def outcome(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Outcome:
     """The contract sweep, run once per launcher (about 5-10 s for local on 2 busy cores)."""
     name = request.param
-    if name in NEEDS_CLUSTER:
+    if name == "ray":
+        request.getfixturevalue("ray_cluster")
+    elif name in NEEDS_CLUSTER:
         problem = _scheduler_problem(NEEDS_CLUSTER[name][0])
         if problem:
             pytest.skip(f"launcher {name}: {problem}")

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from sweep_harness import ablate_cmd, calls, fake_env
+from sweep_harness import ablate_cmd, calls, fake_env, two_controllers
 from sweep_harness import wait_for as _wait
 
 from ablate.cli import main
@@ -127,14 +127,7 @@ def test_two_controllers_at_once_run_every_trial_exactly_once(write_sweep):
         overrides=["train.max_steps=4"],
         fake={"*": {"step_s": 0.2}},
     )
-    procs = [
-        subprocess.Popen(
-            ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-        )
-        for _ in range(2)
-    ]
-    outs = [p.communicate(timeout=300)[0].decode() for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], outs
+    two_controllers(path)
     assert all(v == [(0, "COMPLETE", None)] for v in _attempts(path).values()), _attempts(path)
     results = load_results(path)
     assert all(len(calls(r.run_dir)) == 1 for r in results)

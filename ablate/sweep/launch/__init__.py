@@ -1,10 +1,11 @@
 """Launchers: where a sweep's trials run. ``LAUNCHERS`` maps a sweep file's ``launcher.name`` to a class.
 
 ``local`` runs trials as subprocesses on this machine; ``slurm`` submits them as job arrays through
-submitit. Both share the controller loop of :mod:`ablate.sweep.launch.base`, which holds one plan
-(:class:`ablate.sweep.plan.SweepPlan`) and never asks which kind. Importing this package registers
-both (submitit itself is imported only when a SLURM sweep starts). The launch room imports the plan,
-store and sweep-file rooms below it, never the commands above it.
+submitit; ``ray`` submits each as a Ray job to a Ray cluster. All share the controller loop of
+:mod:`ablate.sweep.launch.base`, which holds one plan (:class:`ablate.sweep.plan.SweepPlan`) and never
+asks which kind. Importing this package registers all three (submitit and Ray themselves are imported
+only when a sweep of theirs starts). The launch room imports the plan, store and sweep-file rooms below
+it, never the commands above it.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from typing import Any
 
 from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.spec import SweepFile, Trial
-from ablate.sweep.launch import local, slurm
+from ablate.sweep.launch import local, ray_jobs, slurm
 from ablate.sweep.launch.registry import LAUNCHERS
 
-__all__ = ["LAUNCHERS", "check_launcher", "local", "slurm"]
+__all__ = ["LAUNCHERS", "check_launcher", "local", "ray_jobs", "slurm"]
 
 
 def check_launcher(sf: SweepFile, trials: Iterable[Trial] = ()) -> dict[str, Any]:

@@ -64,6 +64,26 @@ class Launcher:
         """Refuse (SweepError) trials this launcher could not run as configured; pure, so the dry run
         refuses what the run would."""
 
+    # Whether `ablate sweep --detach` may leave the trials running without a controller (their workers
+    # live outside this process: SLURM jobs, Ray jobs), and `ablate status` then asks the scheduler.
+    can_detach: bool = False
+
+    @classmethod
+    def launch_problem(cls, sweep: Sweep) -> str | None:
+        """What keeps this machine from launching the sweep (checked before anything is stored; the dry
+        run prints it as a note), or None."""
+        return None
+
+    @classmethod
+    def needs(cls, sweep: Sweep) -> list[str]:
+        """What the sweep needs of the machines its trials run on, one line each (the dry run prints them)."""
+        return []
+
+    @classmethod
+    def reap_detached(cls, sweep: Sweep, store: SweepStore) -> None:
+        """For ``ablate status`` of a detached sweep: record what the scheduler says ended, as a running
+        controller's poll would (nothing for launchers whose trials live in the controller)."""
+
     # -- hooks ----------------------------------------------------------------------------------
     def start(self, waiting: list[Attempt]) -> None:
         """Start some of the waiting attempts (in sweep order)."""
@@ -280,3 +300,49 @@ class _StopOnCtrlC:
     def __exit__(self, *exc: Any) -> None:
         for sig, old in (self._old or {}).items():
             signal.signal(sig, old)
+
+
+def shared_needs(sweep: Sweep, nodes: str, env_hint: str) -> list[str]:
+    """The dry run's lines for a launcher whose trials run on other machines: the store, the runs folder
+    and ablate itself must be there too."""
+    from ablate.sweep.store.location import file_of, store_url
+
+    url = store_url(sweep)
+    if file_of(url):
+        store = f"the store ({url}) on a file system {nodes} share (or a database URL: store: postgresql://...)"
+    else:
+        store = f"the store ({url}) reachable from {nodes}"
+    return [
+        store,
+        f"runs: ({sweep.runs_dir}) on a file system {nodes} share (checkpoints, logs, metrics)",
+        f"ablate and its packages installed where the trials start ({env_hint})",
+    ]
+
+
+WORKER_MODULE = "ablate.sweep.launch.worker"  # what a trial's process runs (python -m)
+# The worker with ``trial_fn`` ("module:function", argv[1]) in place of the trainer.
+WITH_TRIAL_FN = (
+    "import sys; from ablate.sweep.launch.worker import load_trial_fn, main; "
+    "sys.exit(main(sys.argv[2:], trial_fn=load_trial_fn(sys.argv[1])))"
+)
+
+
+def uses_gpu(config: Mapping[str, Any]) -> bool:
+    """Whether a trial of this config trains on GPUs (:func:`ablate.devices.device_kind`)."""
+    from ablate.devices import device_kind
+
+    return device_kind(config.get("trainer", {}).get("accelerator")) == "gpu"
+
+
+def check_devices(sweep: Sweep) -> None:
+    """A trial may not ask for more devices than ``launcher.devices_per_trial`` gives it: on CPU its DDP
+    ranks would share one core, on GPU it would see fewer GPUs than it starts ranks for."""
+    per_trial = int(sweep.launcher.get("devices_per_trial", 1))
+    for t in sweep.shapes:
+        asked = t.config.get("trainer", {}).get("devices", 1)
+        n = len(asked) if isinstance(asked, list) else asked
+        if isinstance(n, int) and not isinstance(n, bool) and n > per_trial:
+            raise SweepError(
+                f"{sweep.path}: row {t.row!r} sets trainer.devices={asked} but launcher.devices_per_trial="
+                f"{per_trial}; set launcher.devices_per_trial: {n} (or lower trainer.devices)"
+            )

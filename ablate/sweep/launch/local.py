@@ -24,24 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ablate.devices import device_kind
 from ablate.rundir import SPAWNED_AT_ENV
 from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.spec import Sweep
-from ablate.sweep.launch.base import Launcher
+from ablate.sweep.launch.base import WITH_TRIAL_FN, WORKER_MODULE, Launcher, check_devices, uses_gpu
 from ablate.sweep.launch.registry import LAUNCHERS
 from ablate.sweep.store.state import Attempt
 
-WORKER_COMMAND = (sys.executable, "-m", "ablate.sweep.launch.worker")
-# The worker with ``trial_fn`` ("module:function", argv[1]) in place of the trainer.
-_WITH_TRIAL_FN = (
-    "import sys; from ablate.sweep.launch.worker import load_trial_fn, main; "
-    "sys.exit(main(sys.argv[2:], trial_fn=load_trial_fn(sys.argv[1])))"
-)
-
-
-def _uses_gpu(config: Mapping[str, Any]) -> bool:
-    return device_kind(config.get("trainer", {}).get("accelerator")) == "gpu"
+WORKER_COMMAND = (sys.executable, "-m", WORKER_MODULE)
 
 
 def _device_count(gpu: bool) -> int:
@@ -86,7 +76,7 @@ class LocalLauncher(Launcher):
         super().__init__(*args, **kwargs)
         if worker_command is not None:
             self.worker_command = tuple(worker_command)
-        self.gpu = any(_uses_gpu(t.config) for t in self.sweep.shapes)
+        self.gpu = any(uses_gpu(t.config) for t in self.sweep.shapes)
         self.slots = int(self.cfg.get("slots") or _device_count(self.gpu))
         self.per_trial = int(self.cfg.get("devices_per_trial", 1))
         if self.per_trial > self.slots:
@@ -102,17 +92,7 @@ class LocalLauncher(Launcher):
 
     @classmethod
     def check_trials(cls, sweep: Sweep) -> None:
-        """A trial may not ask for more devices than its slot gives it: on CPU its DDP ranks would share
-        one core, on GPU it would see fewer GPUs than it starts ranks for."""
-        per_trial = int(sweep.launcher.get("devices_per_trial", 1))
-        for t in sweep.shapes:
-            asked = t.config.get("trainer", {}).get("devices", 1)
-            n = len(asked) if isinstance(asked, list) else asked
-            if isinstance(n, int) and not isinstance(n, bool) and n > per_trial:
-                raise SweepError(
-                    f"{sweep.path}: row {t.row!r} sets trainer.devices={asked} but launcher.devices_per_trial="
-                    f"{per_trial}; set launcher.devices_per_trial: {n} (or lower trainer.devices)"
-                )
+        check_devices(sweep)
 
     def busy(self) -> bool:
         return bool(self.children)
@@ -183,7 +163,7 @@ class LocalLauncher(Launcher):
         run_dir.mkdir(parents=True, exist_ok=True)
         own_fn = self.trial_fn and self.worker_command == WORKER_COMMAND  # a worker_command given wins
         cmd = [
-            *((sys.executable, "-c", _WITH_TRIAL_FN, str(self.trial_fn)) if own_fn else self.worker_command),
+            *((sys.executable, "-c", WITH_TRIAL_FN, str(self.trial_fn)) if own_fn else self.worker_command),
             "--url",
             self.store.url,
             "--study",

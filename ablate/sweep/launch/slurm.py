@@ -34,6 +34,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -43,7 +44,8 @@ from typing import Any
 
 from ablate.rundir import safe_name
 from ablate.sweep.file.errors import SweepError
-from ablate.sweep.launch.base import Launcher
+from ablate.sweep.file.spec import Sweep
+from ablate.sweep.launch.base import Launcher, shared_needs
 from ablate.sweep.launch.registry import LAUNCHERS
 from ablate.sweep.store.state import Attempt
 
@@ -233,6 +235,7 @@ class SlurmLauncher(Launcher):
         "poll_s": "seconds between looks at the store and sacct (default 5)",
     }
     poll_s = 5.0
+    can_detach = True
     # "module:function" that trains a trial in an array task (None: ablate.train.run:train); the
     # sweep tests give a fake trainer here or through the constructor.
     trial_fn: str | None = None
@@ -251,6 +254,30 @@ class SlurmLauncher(Launcher):
         if "setup" in out and not (isinstance(out["setup"], list) and all(isinstance(s, str) for s in out["setup"])):
             raise SweepError(f"{where}: setup must be a list of shell lines")
         return out
+
+    @classmethod
+    def launch_problem(cls, sweep: Sweep) -> str | None:
+        if shutil.which("sbatch") is None:
+            return (
+                f"{sweep.path}: launcher slurm: `sbatch` is not on PATH here (no SLURM client); run `ablate sweep` "
+                "on a machine of the cluster, or set launcher: local"
+            )
+        return None
+
+    @classmethod
+    def needs(cls, sweep: Sweep) -> list[str]:
+        return shared_needs(sweep, "the compute nodes", "launcher.setup lines activate it in each job")
+
+    @classmethod
+    def reap_detached(cls, sweep: Sweep, store: Any) -> None:
+        """Record the jobs of active attempts that ended without saying so (killed in their start-up,
+        before any handler was installed; timed out; cancelled): a detached sweep has no controller, and
+        its attempts would otherwise show RUNNING or waiting forever. One ``sacct`` call."""
+        if shutil.which("sacct") is None:
+            return
+        launcher = cls(sweep, store)
+        if any(a.attrs.get("slurm_job") for a in launcher.active()):
+            launcher.poll()
 
     def __init__(self, *args: Any, trial_fn: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

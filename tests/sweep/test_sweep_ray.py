@@ -1,0 +1,146 @@
+"""The Ray launcher against a real local Ray cluster (``ray start --head``, the ``ray_cluster`` fixture).
+
+The controller is tests/sweep/fake_controller.py, whose Ray launcher starts each job with the fake
+trainer (``trial_fn``); the jobs get this process's PYTHONPATH (the launcher passes it) to import it.
+Covered: a 4-trial sweep end to end; a job stopped (``ray job stop``) or its worker killed (kill -9)
+mid-training resumes from its checkpoint and completes once; a controller killed and rerun adopts
+the running job; two controllers run every trial once; --detach then ``ablate status``; a trial
+asking more than the cluster has is refused before anything is stored.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+from sweep_harness import ablate_cmd, calls, fake_env, two_controllers
+from sweep_harness import wait_for as _wait
+
+from ablate.rundir import read_progress
+from ablate.sweep.file.errors import SweepError
+from ablate.sweep.file.spec import load_sweep
+from ablate.sweep.loader import load_results
+from ablate.sweep.store.store import SweepStore
+
+pytestmark = [pytest.mark.ray, pytest.mark.integration]
+
+LAUNCHER = {"name": "ray", "poll_s": 0.5}
+ROWS = [{"name": f"r{i}", "group": "A", "overrides": [f"model.d_ff={32 * (i + 1)}"]} for i in range(4)]
+
+
+def _attempts(path) -> dict[str, list[tuple[int, str, str | None]]]:
+    sweep = load_sweep(path)
+    by = SweepStore.for_sweep(sweep).by_trial()
+    return {t.row: [(a.attempt, a.state, a.kind) for a in by.get(t.trial_id, [])] for t in sweep.trials}
+
+
+def _first(path):
+    sweep = load_sweep(path)
+    try:
+        return SweepStore.for_sweep(sweep).by_trial().get(sweep.trials[0].trial_id, [])
+    except SweepError:  # the controller has not written its store yet
+        return []
+
+
+def _sweep(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(ablate_cmd(*args), env=fake_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def test_four_trials_run_as_ray_jobs_once_each(ray_cluster, write_sweep):
+    path = write_sweep(rows=ROWS, launcher=LAUNCHER)
+    t0 = time.monotonic()
+    done = _sweep("sweep", str(path))
+    took = time.monotonic() - t0
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert all(v == [(0, "COMPLETE", None)] for v in _attempts(path).values()), _attempts(path)
+    sweep = load_sweep(path)
+    by = SweepStore.for_sweep(sweep).by_trial()
+    for t in sweep.trials:
+        (a,) = by[t.trial_id]
+        assert a.attrs["token"] == f"ray:{a.attrs['ray_job']}" and a.attrs["ray_job"].startswith("ablate-t-")
+        assert len(calls(t.run_dir)) == 1 and calls(t.run_dir)[0]["threads"]["omp"] == "1"
+    print(f"4 fake trials on Ray: {took:.1f} s")
+
+
+@pytest.mark.parametrize("how", ["ray job stop", "kill -9"])
+def test_a_stopped_or_killed_job_resumes_from_its_checkpoint_and_completes_once(ray_cluster, write_sweep, how):
+    path = write_sweep(rows=ROWS[:1], launcher=LAUNCHER, overrides=["train.max_steps=40"], fake={"*": {"step_s": 0.25}})
+    proc = subprocess.Popen(
+        ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    try:
+        run_dir = load_sweep(path).trials[0].run_dir
+        _wait(lambda: read_progress(run_dir).get("step", 0) >= 4, what="step 4")
+        if how == "kill -9":
+            os.kill(calls(run_dir)[0]["pid"], signal.SIGKILL)
+        else:
+            from ray.job_submission import JobSubmissionClient
+
+            JobSubmissionClient("auto").stop_job(_first(path)[0].attrs["ray_job"])
+        out, _ = proc.communicate(timeout=240)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, out.decode()
+    (attempts,) = _attempts(path).values()
+    kind = "interrupted" if how == "ray job stop" else "crashed"
+    assert attempts == [(0, "FAIL", kind), (1, "COMPLETE", None)]
+    starts = [c["start"] for c in calls(run_dir)]
+    assert len(starts) == 2 and starts[1] >= 4  # the retry resumed from the checkpoint
+    assert len({c["wandb_id"] for c in calls(run_dir)}) == 1  # one W&B run across the retry
+
+
+def test_a_killed_controller_rerun_adopts_the_running_job(ray_cluster, write_sweep):
+    path = write_sweep(rows=ROWS[:1], launcher=LAUNCHER, overrides=["train.max_steps=40"], fake={"*": {"step_s": 0.25}})
+    first = subprocess.Popen(
+        ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    run_dir = load_sweep(path).trials[0].run_dir
+    try:
+        _wait(lambda: read_progress(run_dir).get("step", 0) >= 3, what="step 3")
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    again = _sweep("sweep", str(path))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert list(_attempts(path).values()) == [[(0, "COMPLETE", None)]]
+    assert len(calls(run_dir)) == 1  # the job trained on; nothing was started twice
+
+
+def test_two_controllers_run_every_trial_once(ray_cluster, write_sweep):
+    path = write_sweep(rows=ROWS, launcher=LAUNCHER, overrides=["train.max_steps=4"], fake={"*": {"step_s": 0.2}})
+    two_controllers(path)
+    assert all(v == [(0, "COMPLETE", None)] for v in _attempts(path).values()), _attempts(path)
+    assert all(len(calls(r.run_dir)) == 1 for r in load_results(path))
+
+
+def test_detach_submits_and_status_follows_the_jobs(ray_cluster, write_sweep):
+    path = write_sweep(rows=ROWS[:2], launcher=LAUNCHER, overrides=["train.max_steps=6"], fake={"*": {"step_s": 0.2}})
+    sub = _sweep("sweep", str(path), "--detach", timeout=120)
+    assert sub.returncode == 0 and "submitted 2 job(s): ablate-t-" in sub.stdout, sub.stdout + sub.stderr
+    _wait(lambda: all(r.state == "done" for r in load_results(path)), what="the detached jobs to finish")
+    status = _sweep("status", str(path), timeout=60)
+    assert status.returncode == 0 and "2 done" in status.stdout, status.stdout + status.stderr
+
+
+@pytest.mark.parametrize(
+    ("launcher", "said"),
+    [
+        ({"devices_per_trial": 64}, "asks num_cpus=64 per trial, which no node of the cluster has"),
+        ({"memory_gb": 100000}, "asks num_cpus=1, memory=1.07374e+14 per trial"),
+    ],
+)
+def test_a_trial_the_cluster_cannot_hold_is_refused_before_anything_is_stored(ray_cluster, write_sweep, launcher, said):
+    path = write_sweep(rows=ROWS[:1], launcher={**LAUNCHER, **launcher})
+    done = _sweep("sweep", str(path), timeout=120)
+    assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().count("\n") == 0
+    assert not SweepStore.for_sweep(load_sweep(path)).exists()
+
+
+def test_a_gpu_trial_on_a_cluster_without_gpus_is_refused(ray_cluster, write_sweep):
+    path = write_sweep(rows=ROWS[:1], launcher=LAUNCHER, overrides=["trainer.accelerator=gpu"])
+    done = _sweep("sweep", str(path), timeout=120)
+    assert done.returncode == 2 and "num_gpus=1" in done.stderr and "no node of the cluster" in done.stderr, done.stderr

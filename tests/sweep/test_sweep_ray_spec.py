@@ -1,0 +1,73 @@
+"""The Ray launcher without a cluster: its settings, what a trial asks Ray for, Ray missing, the dry run."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from sweep_harness import one_line_error
+
+from ablate.cli import main
+from ablate.sweep.file.errors import SweepError
+from ablate.sweep.launch.ray_jobs import RayLauncher, job_client, room, trial_resources
+
+
+@pytest.mark.parametrize(
+    ("cfg", "said"),
+    [
+        ({"address": "ray://head:10001"}, "address must be auto or the dashboard's http://host:8265"),
+        ({"devices_per_trial": 2, "trials_per_device": 2}, "trials_per_device > 1 packs one-device trials"),
+        ({"max_running": 0}, "max_running must be a positive integer"),
+        ({"slots": 2}, "unknown key 'slots'"),
+    ],
+)
+def test_bad_ray_settings_are_one_line(cfg, said):
+    with pytest.raises(SweepError, match=said.replace("(", r"\(").replace(")", r"\)")):
+        RayLauncher.validate({"name": "ray", **cfg}, "s.yaml: launcher")
+
+
+def test_a_trial_asks_its_share_of_a_device():
+    assert trial_resources({}, gpu=False) == {"num_cpus": 1.0}
+    assert trial_resources({"devices_per_trial": 4}, gpu=False) == {"num_cpus": 4.0}
+    assert trial_resources({"trials_per_device": 4}, gpu=True) == {"num_gpus": 0.25, "num_cpus": 1.0}
+    assert trial_resources({"memory_gb": 2}, gpu=False)["memory"] == 2 * 2**30
+
+
+def test_the_cluster_holds_what_fits_on_each_node():
+    nodes = [{"CPU": 16.0, "GPU": 2.0}, {"CPU": 4.0}]
+    assert room({"num_gpus": 0.25, "num_cpus": 1.0}, nodes) == 8  # 8 packed trials on the 2 GPUs
+    assert room({"num_cpus": 4.0}, nodes) == 5
+    assert room({"num_gpus": 4.0, "num_cpus": 1.0}, nodes) == 0  # no node has 4 GPUs
+
+
+def test_without_ray_the_launcher_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray.job_submission", None)
+    with pytest.raises(
+        SweepError, match=r'launcher ray needs Ray, which is not installed here: pip install -e "\.\[ray\]"'
+    ):
+        job_client("auto", "s.yaml: launcher ray")
+
+
+def test_a_ray_sweep_without_ray_is_refused_before_anything_is_stored(monkeypatch, write_sweep, capsys):
+    monkeypatch.setitem(sys.modules, "ray.job_submission", None)
+    path = write_sweep(launcher={"name": "ray"})
+    assert main(["sweep", str(path)]) == 2
+    assert 'pip install -e ".[ray]"' in one_line_error(capsys)
+    assert not (path.parent / ".ablate").exists()
+
+
+def test_the_dry_run_says_what_a_ray_cluster_needs(monkeypatch, write_sweep, capsys):
+    monkeypatch.setitem(sys.modules, "ray.job_submission", None)
+    path = write_sweep(launcher={"name": "ray"})
+    assert main(["sweep", str(path), "--dry-run"]) == 0
+    out, err = capsys.readouterr()
+    needs = [line for line in out.splitlines() if line.startswith("launcher ray needs: ")]
+    assert len(needs) == 3 and "on a file system the Ray cluster's nodes share" in needs[0]
+    assert "on a file system the Ray cluster's nodes share" in needs[1]
+    assert 'pip install -e ".[ray]"' in err  # what the real run would refuse, as a note
+
+
+def test_a_local_sweep_cannot_detach(write_sweep, capsys):
+    path = write_sweep()
+    assert main(["sweep", str(path), "--detach"]) == 2
+    assert "--detach needs launcher slurm or ray" in one_line_error(capsys)
