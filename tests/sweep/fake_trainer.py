@@ -4,8 +4,9 @@ It honours the same contract - resumes from ``<output_dir>/checkpoints/last.ckpt
 ``progress.json``, writes ``metrics.json`` (both through :mod:`ablate.rundir`, the format's one
 owner), raises ``TrainingDiverged`` on NaN - in milliseconds. Behaviour comes from ``fake.json``
 beside the sweep file (``write_sweep(fake=...)``; the config itself only takes real options):
-``{"*": {...}, "<row name>": {...}}`` with ``mode`` (ok | nan | crash | error: a ConfigError),
-``step_s`` (sleep per step), ``ppl`` and ``noise`` (the final dev PPL: ``ppl`` x (1 + ``noise`` x a
+``{"*": {...}, "<row name>": {...}}`` with ``mode`` (ok | nan | crash | error: a ConfigError | oom:
+torch's OutOfMemoryError | oom_packed: the same while the trial shares its device), ``step_s`` (sleep per step),
+``ppl`` and ``noise`` (the final dev PPL: ``ppl`` x (1 + ``noise`` x a
 fixed draw per row and seed); default 5 + seed) and ``crash_once`` (crash on the first attempt only).
 Every call appends one line to ``<output_dir>/calls.log`` so tests can count executions.
 """
@@ -64,6 +65,8 @@ def train(cfg: Any, output_dir: str, *, resume: bool = True, trainer_kwargs: Any
                     "plugins": plugins,
                     "threads": threads,
                     "job": os.environ.get("SLURM_JOB_ID"),
+                    "on_device": os.environ.get("ABLATE_TRIALS_ON_DEVICE"),
+                    "time": time.time(),
                 }
             )
             + "\n"
@@ -74,6 +77,10 @@ def train(cfg: Any, output_dir: str, *, resume: bool = True, trainer_kwargs: Any
         from ablate.errors import ConfigError
 
         raise ConfigError("data split 'valid': its longest sentence needs 135 positions; set model.max_positions=135")
+    if mode == "oom" or (mode == "oom_packed" and os.environ.get("ABLATE_TRIALS_ON_DEVICE", "1") != "1"):
+        import torch  # torch's own error, as a packed trial on a full GPU raises it
+
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (fake trainer, packed)")
     if mode == "crash" or (args.get("crash_once") and len(calls.read_text().splitlines()) == 1):
         raise RuntimeError("fake trainer crashed on purpose")
     t0 = time.time()

@@ -144,3 +144,22 @@ def test_a_gpu_trial_on_a_cluster_without_gpus_is_refused(ray_cluster, write_swe
     path = write_sweep(rows=ROWS[:1], launcher=LAUNCHER, overrides=["trainer.accelerator=gpu"])
     done = _sweep("sweep", str(path), timeout=120)
     assert done.returncode == 2 and "num_gpus=1" in done.stderr and "no node of the cluster" in done.stderr, done.stderr
+
+
+def test_packed_trials_ask_a_share_of_a_device_and_out_of_memory_retries_alone(ray_cluster, write_sweep):
+    path = write_sweep(
+        rows=ROWS[:2],
+        launcher={**LAUNCHER, "trials_per_device": 2},
+        overrides=["train.max_steps=4"],
+        fake={"r0": {"mode": "oom_packed"}},
+        max_retries=0,
+    )
+    done = _sweep("sweep", str(path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    sweep = load_sweep(path)
+    by = SweepStore.for_sweep(sweep).by_trial()
+    r0, r1 = (by[t.trial_id] for t in sweep.trials)
+    assert [(a.state, a.kind) for a in r0] == [("FAIL", "oom"), ("COMPLETE", None)]
+    assert r0[0].attrs["packed"] == 2 and r0[1].attrs["alone"] is True and r1[0].attrs["packed"] == 2
+    assert [c["on_device"] for c in calls(sweep.trials[0].run_dir)] == ["2", "1"]
+    assert "retrying r0 seed 1 alone on a device" in done.stdout + done.stderr

@@ -123,7 +123,11 @@ class Launcher:
             last = v.deciding
             if v.state != "failed" or last is None or last.kind in FINAL_KINDS:
                 continue
-            if first:  # a new `ablate sweep` retries every failure once, cancelled ones included
+            if last.kind == "oom" and last.attrs.get("packed") and not last.attrs.get("alone"):
+                # out of memory beside other trials: once more alone on a device, no retry spent
+                if self.store.retry(last, {"alone": True}):
+                    said.append(f"retrying {v.row} seed {v.seed} alone on a device: it ran out of memory packed")
+            elif first:  # a new `ablate sweep` retries every failure once, cancelled ones included
                 self.store.retry(last)
             elif last.kind not in NO_AUTO_RETRY and self.retries[last.ablate_id] < self.sweep.max_retries:
                 if self.store.retry(last):
@@ -300,49 +304,3 @@ class _StopOnCtrlC:
     def __exit__(self, *exc: Any) -> None:
         for sig, old in (self._old or {}).items():
             signal.signal(sig, old)
-
-
-def shared_needs(sweep: Sweep, nodes: str, env_hint: str) -> list[str]:
-    """The dry run's lines for a launcher whose trials run on other machines: the store, the runs folder
-    and ablate itself must be there too."""
-    from ablate.sweep.store.location import file_of, store_url
-
-    url = store_url(sweep)
-    if file_of(url):
-        store = f"the store ({url}) on a file system {nodes} share (or a database URL: store: postgresql://...)"
-    else:
-        store = f"the store ({url}) reachable from {nodes}"
-    return [
-        store,
-        f"runs: ({sweep.runs_dir}) on a file system {nodes} share (checkpoints, logs, metrics)",
-        f"ablate and its packages installed where the trials start ({env_hint})",
-    ]
-
-
-WORKER_MODULE = "ablate.sweep.launch.worker"  # what a trial's process runs (python -m)
-# The worker with ``trial_fn`` ("module:function", argv[1]) in place of the trainer.
-WITH_TRIAL_FN = (
-    "import sys; from ablate.sweep.launch.worker import load_trial_fn, main; "
-    "sys.exit(main(sys.argv[2:], trial_fn=load_trial_fn(sys.argv[1])))"
-)
-
-
-def uses_gpu(config: Mapping[str, Any]) -> bool:
-    """Whether a trial of this config trains on GPUs (:func:`ablate.devices.device_kind`)."""
-    from ablate.devices import device_kind
-
-    return device_kind(config.get("trainer", {}).get("accelerator")) == "gpu"
-
-
-def check_devices(sweep: Sweep) -> None:
-    """A trial may not ask for more devices than ``launcher.devices_per_trial`` gives it: on CPU its DDP
-    ranks would share one core, on GPU it would see fewer GPUs than it starts ranks for."""
-    per_trial = int(sweep.launcher.get("devices_per_trial", 1))
-    for t in sweep.shapes:
-        asked = t.config.get("trainer", {}).get("devices", 1)
-        n = len(asked) if isinstance(asked, list) else asked
-        if isinstance(n, int) and not isinstance(n, bool) and n > per_trial:
-            raise SweepError(
-                f"{sweep.path}: row {t.row!r} sets trainer.devices={asked} but launcher.devices_per_trial="
-                f"{per_trial}; set launcher.devices_per_trial: {n} (or lower trainer.devices)"
-            )

@@ -27,7 +27,16 @@ from typing import Any
 from ablate.rundir import SPAWNED_AT_ENV
 from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.spec import Sweep
-from ablate.sweep.launch.base import WITH_TRIAL_FN, WORKER_MODULE, Launcher, check_devices, uses_gpu
+from ablate.sweep.launch.base import Launcher
+from ablate.sweep.launch.devices import (
+    TRIALS_ON_DEVICE_ENV,
+    WITH_TRIAL_FN,
+    WORKER_MODULE,
+    check_devices,
+    check_packing,
+    pick_seats,
+    uses_gpu,
+)
 from ablate.sweep.launch.registry import LAUNCHERS
 from ablate.sweep.store.state import Attempt
 
@@ -57,14 +66,16 @@ class LocalLauncher(Launcher):
         "name": "local",
         "slots": "devices to share out (default: GPUs if the trials use them, else CPU cores)",
         "devices_per_trial": "slots one trial takes (threads on CPU, GPUs on GPU; default 1)",
+        "trials_per_device": "trials sharing one slot (packing small trials; default 1)",
         "poll_s": "seconds between looks at the store (default 1)",
     }
 
     @classmethod
     def validate(cls, cfg: Mapping[str, Any], where: str) -> dict[str, Any]:
         out = super().validate(cfg, where)
-        for key in ("slots", "devices_per_trial"):
+        for key in ("slots", "devices_per_trial", "trials_per_device"):
             cls.positive_int(out, key, where)
+        check_packing(out, where)
         if out.get("slots") and out.get("devices_per_trial", 1) > out["slots"]:
             raise SweepError(f"{where}: devices_per_trial={out['devices_per_trial']} exceeds slots={out['slots']}")
         return out
@@ -85,7 +96,8 @@ class LocalLauncher(Launcher):
                 f"{self.slots} {'GPUs' if self.gpu else 'CPU cores'}; lower it or set launcher.slots"
             )
         self.check_trials(self.sweep)
-        self.free = list(range(self.slots))
+        self.per_device = int(self.cfg.get("trials_per_device", 1))
+        self.free = [d for d in range(self.slots) for _ in range(self.per_device)]  # a seat per packed trial
         self.children: dict[int, _Child] = {}
         self.token_base = f"local:{socket.gethostname()}:{os.getpid()}"
         self._last_beat = 0.0
@@ -107,7 +119,7 @@ class LocalLauncher(Launcher):
             time.sleep(min(0.25, left))
 
     def capacity(self) -> int:
-        return max(1, self.slots // self.per_trial)
+        return max(1, self.slots * self.per_device // self.per_trial)
 
     def alive(self, attempt: Attempt) -> bool | None:
         child = self.children.get(attempt.storage_id)
@@ -116,16 +128,20 @@ class LocalLauncher(Launcher):
     def start(self, waiting: list[Attempt]) -> None:
         held = self._orphan_devices() if waiting else set()
         for a in waiting:
-            avail = [d for d in self.free if d not in held]
-            if len(avail) < self.per_trial:
+            seats = pick_seats(
+                [d for d in self.free if d not in held], self.per_trial, self.per_device, bool(a.attrs.get("alone"))
+            )
+            if seats is None:
+                if a.attrs.get("alone"):
+                    continue  # a device of its own frees up later; smaller trials go first
                 return
             token = f"{self.token_base}:{a.storage_id}"
             if not self.store.claim(a.storage_id, token):
                 continue  # another controller took it
-            devices = avail[: self.per_trial]
             self.started.add(a.ablate_id)
-            self.free = [d for d in self.free if d not in devices]
-            self.children[a.storage_id] = _Child(self._spawn(a, token, devices), devices, a)
+            for d in seats:
+                self.free.remove(d)
+            self.children[a.storage_id] = _Child(self._spawn(a, token, seats), seats, a)
 
     def _orphan_devices(self) -> set[int]:
         """Slots still held by live workers of a controller of this machine that died (kill -9 of the
@@ -149,13 +165,16 @@ class LocalLauncher(Launcher):
             held.update(mine)
         return held
 
-    def _spawn(self, a: Attempt, token: str, devices: list[int]) -> subprocess.Popen[bytes]:
+    def _spawn(self, a: Attempt, token: str, seats: list[int]) -> subprocess.Popen[bytes]:
         env = dict(os.environ)
+        devices = sorted(set(seats))
         if self.gpu:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in devices)
-            threads = max(1, _device_count(False) // max(1, self.slots // self.per_trial))
+            threads = max(1, _device_count(False) // self.capacity())
         else:
             threads = len(devices)
+        packed = 1 if a.attrs.get("alone") else self.per_device
+        env[TRIALS_ON_DEVICE_ENV] = str(packed)
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             env[var] = str(threads)
         env[SPAWNED_AT_ENV] = repr(time.time())  # the trial's start-up (imports, ...) counts from here
@@ -181,6 +200,8 @@ class LocalLauncher(Launcher):
             proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self.store.set_attr(a.storage_id, "worker_pid", proc.pid)
         self.store.set_attr(a.storage_id, "devices", devices)
+        if packed > 1:
+            self.store.set_attr(a.storage_id, "packed", packed)
         return proc
 
     def poll(self) -> None:

@@ -41,7 +41,16 @@ from typing import Any
 from ablate.rundir import SPAWNED_AT_ENV, safe_name
 from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.spec import Sweep
-from ablate.sweep.launch.base import WITH_TRIAL_FN, WORKER_MODULE, Launcher, check_devices, shared_needs, uses_gpu
+from ablate.sweep.launch.base import Launcher
+from ablate.sweep.launch.devices import (
+    TRIALS_ON_DEVICE_ENV,
+    WITH_TRIAL_FN,
+    WORKER_MODULE,
+    check_devices,
+    check_packing,
+    shared_needs,
+    uses_gpu,
+)
 from ablate.sweep.launch.registry import LAUNCHERS
 from ablate.sweep.store.state import Attempt
 
@@ -120,8 +129,7 @@ class RayLauncher(Launcher):
             raise SweepError(
                 f"{where}: address must be auto or the dashboard's http://host:8265 (Ray's job API), got {address!r}"
             )
-        if out.get("trials_per_device", 1) > 1 and out.get("devices_per_trial", 1) > 1:
-            raise SweepError(f"{where}: trials_per_device > 1 packs one-device trials; set devices_per_trial: 1")
+        check_packing(out, where)
         return out
 
     @classmethod
@@ -231,11 +239,15 @@ class RayLauncher(Launcher):
     def _submit(self, a: Attempt, job: str) -> None:
         spec = next((t for t in self.sweep.trials if t.trial_id == a.ablate_id), None)
         gpu = uses_gpu(spec.config) if spec is not None else False
-        need = trial_resources({**self.cfg, **(spec.resources if spec else {})}, gpu)
+        packed = 1 if a.attrs.get("alone") else int(self.cfg.get("trials_per_device", 1))
+        need = trial_resources({**self.cfg, **(spec.resources if spec else {}), "trials_per_device": packed}, gpu)
         threads = str(max(1, int(self.cfg.get("cpus_per_trial" if gpu else "devices_per_trial", 1))))
         env = {k: v for k, v in os.environ.items() if k.startswith(_PASSED_ENV)}
         env.update({v: threads for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")})
         env[SPAWNED_AT_ENV] = repr(time.time())
+        env[TRIALS_ON_DEVICE_ENV] = str(packed)
+        if packed > 1:
+            self.store.set_attr(a.storage_id, "packed", packed)
         kwargs = {"entrypoint_num_cpus": need["num_cpus"], "entrypoint_num_gpus": need.get("num_gpus")}
         if "memory" in need:
             kwargs["entrypoint_memory"] = int(need["memory"])

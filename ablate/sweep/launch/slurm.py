@@ -45,7 +45,8 @@ from typing import Any
 from ablate.rundir import safe_name
 from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.spec import Sweep
-from ablate.sweep.launch.base import Launcher, shared_needs
+from ablate.sweep.launch.base import Launcher
+from ablate.sweep.launch.devices import shared_needs
 from ablate.sweep.launch.registry import LAUNCHERS
 from ablate.sweep.store.state import Attempt
 

@@ -64,6 +64,13 @@ def _is_divergence(exc: BaseException) -> bool:
     return isinstance(exc, TrainingDiverged)
 
 
+def is_out_of_memory(exc: BaseException) -> bool:
+    """torch's out-of-memory error (``torch.OutOfMemoryError``, CUDA's or the CPU allocator's), told by
+    its class name and message so that classifying an error imports no torch."""
+    text = str(exc).lower()
+    return type(exc).__name__ == "OutOfMemoryError" or "out of memory" in text or "can't allocate memory" in text
+
+
 class _Heartbeat(threading.Thread):
     def __init__(self, store: SweepStore, storage_id: int, interval_s: float) -> None:
         super().__init__(daemon=True, name="ablate-heartbeat")
@@ -178,6 +185,8 @@ def _record_failure(store: SweepStore, storage_id: int, run_dir: Path, exc: Base
         return "PREEMPTED"
     if _is_divergence(exc):
         kind = "diverged"
+    elif is_out_of_memory(exc):
+        kind = "oom"
     elif isinstance(exc, AblateError):
         kind = "error"
     elif isinstance(exc, KeyboardInterrupt):

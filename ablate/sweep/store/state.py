@@ -23,8 +23,10 @@ STATES = ("done", "pruned", "running", "waiting", "failed")  # pruned: a search 
 # Failure kinds. Diverged trials are final (rerunning the same seed diverges again); cancelled ones and
 # errors of ablate's own checks ("error": a config, data or length error, which would repeat) wait for
 # the next `ablate sweep`; the rest (crashes, timeouts, stale workers) are retried up to max_retries.
+# "oom": out of device memory, which repeats on the same device - except for a trial that shared its device
+# with others (packed): the controller retries it once alone on a device (no retry spent).
 FINAL_KINDS = ("diverged", "duplicate")
-NO_AUTO_RETRY = ("diverged", "duplicate", "cancelled", "error")
+NO_AUTO_RETRY = ("diverged", "duplicate", "cancelled", "error", "oom")
 
 
 # Attributes an attempt is created with, which never change: a retry copies them, and a store read
@@ -43,6 +45,7 @@ IDENTITY_ATTRS = (
     "run_dir",
     "wandb_id",
     "search",
+    "alone",  # a retry of a packed trial that ran out of memory: it takes a device of its own
 )
 
 

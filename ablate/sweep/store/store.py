@@ -230,14 +230,15 @@ class SweepStore:
         self.reader.invalidate()
         self._storage.create_new_trial(self._study_id, template_trial=frozen)
 
-    def retry(self, previous: Attempt) -> bool:
-        """Enqueue attempt+1 of a failed attempt, unless someone already did (same run dir: resumes)."""
+    def retry(self, previous: Attempt, extra: Mapping[str, Any] | None = None) -> bool:
+        """Enqueue attempt+1 of a failed attempt, unless someone already did (same run dir: resumes);
+        ``extra``: identity attributes the new attempt adds (``alone``)."""
         with self.lock():
             for a in self.by_trial().get(previous.ablate_id, []):
                 if a.attempt > previous.attempt or a.state in ("WAITING", "RUNNING", "COMPLETE"):
                     return False
             keep = {k: v for k, v in previous.attrs.items() if k in IDENTITY_ATTRS}
-            self._create(keep, attempt=previous.attempt + 1)
+            self._create({**keep, **dict(extra or {})}, attempt=previous.attempt + 1)
         return True
 
     def claim(self, storage_id: int, token: str) -> bool:
