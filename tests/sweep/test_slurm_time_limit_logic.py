@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ablate.sweep.file.spec import load_sweep
-from ablate.sweep.launch import slurm
+from ablate.sweep.launch import slurm_job
 from ablate.sweep.launch.slurm import SlurmLauncher
 from ablate.sweep.launch.slurm_queue import JobInfo, env_end_time, is_time_limit, parse_squeue
 from ablate.sweep.store.store import SweepStore
@@ -67,7 +67,7 @@ class _Slurm:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, **answers: list[tuple[int, str, str]]) -> None:
         self.answers, self.calls = answers, []
-        monkeypatch.setattr(slurm.subprocess, "run", self)
+        monkeypatch.setattr(slurm_job.subprocess, "run", self)
         monkeypatch.setenv("SLURM_JOB_ID", "77")
         monkeypatch.delenv("SLURM_PROCID", raising=False)
         monkeypatch.delenv("SLURM_JOB_END_TIME", raising=False)
@@ -82,7 +82,7 @@ def test_sigterm_at_the_time_limit_requeues_the_job(monkeypatch):
     # The first squeue is killed by the stop's second SIGTERM (seen in a bash trap): asked again.
     now = _stamp(time.time())
     fake = _Slurm(monkeypatch, squeue=[(-15, "", ""), (0, f"COMPLETING|TimeLimit|{now}\n", "")], scontrol=[(0, "", "")])
-    assert slurm._requeue_if_needed([signal.SIGTERM, signal.SIGTERM]) is None
+    assert slurm_job.requeue_if_needed([signal.SIGTERM, signal.SIGTERM]) is None
     assert fake.calls == [["squeue", "-h"], ["squeue", "-h"], ["scontrol", "requeue"]]
 
 
@@ -90,27 +90,27 @@ def test_sigterm_at_the_time_limit_requeues_the_job(monkeypatch):
 def test_other_sigterms_are_left_to_slurm(monkeypatch, why):
     end = time.time() + (0 if why == "scancel" else 300)
     fake = _Slurm(monkeypatch, squeue=[(0, f"COMPLETING|None|{_stamp(end)}\n", "")])
-    assert slurm._requeue_if_needed([signal.SIGTERM]) is None
+    assert slurm_job.requeue_if_needed([signal.SIGTERM]) is None
     assert fake.calls == [["squeue", "-h"]]  # no requeue: it would undo a cancel
 
 
 def test_sigusr2_requeues_without_asking(monkeypatch):
     fake = _Slurm(monkeypatch, scontrol=[(0, "", "")])
-    assert slurm._requeue_if_needed([signal.SIGUSR2, signal.SIGTERM]) is None
+    assert slurm_job.requeue_if_needed([signal.SIGUSR2, signal.SIGTERM]) is None
     assert fake.calls == [["scontrol", "requeue"]]
 
 
 def test_only_rank_0_requeues(monkeypatch):
     fake = _Slurm(monkeypatch)
     monkeypatch.setenv("SLURM_PROCID", "1")
-    assert slurm._requeue_if_needed([signal.SIGUSR2]) is None and fake.calls == []
+    assert slurm_job.requeue_if_needed([signal.SIGUSR2]) is None and fake.calls == []
 
 
 def test_a_refused_requeue_gives_one_line(monkeypatch):
     refused = "scontrol: error: Requeue of JobId=77 failed: Requested operation is presently disabled"
     _Slurm(monkeypatch, squeue=[(1, "", "no controller")], scontrol=[(1, "", refused + "\n")])
     monkeypatch.setenv("SLURM_JOB_END_TIME", str(int(time.time()) - 10))  # squeue failed: the env decides
-    line = slurm._requeue_if_needed([signal.SIGTERM])
+    line = slurm_job.requeue_if_needed([signal.SIGTERM])
     assert line is not None and "\n" not in line
     assert line.startswith("SIGTERM at the time limit: checkpointed, but scontrol requeue 77 failed")
     assert "presently disabled" in line and "rerun" in line
@@ -151,7 +151,7 @@ def test_a_refused_requeue_fails_the_attempt_as_a_timeout(write_sweep, monkeypat
     monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)
     monkeypatch.delenv("SLURM_CPUS_ON_NODE", raising=False)
     monkeypatch.setattr("ablate.sweep.launch.worker.slurm_trainer_kwargs", lambda: {})  # no Lightning import
-    task = slurm.SlurmTrial(store.url, store.study_name, a.storage_id, f"{__name__}:_stopped_by_the_time_limit")
+    task = slurm_job.SlurmTrial(store.url, store.study_name, a.storage_id, f"{__name__}:_stopped_by_the_time_limit")
     try:
         with pytest.raises(SystemExit):
             task()

@@ -1,31 +1,13 @@
-"""SLURM launcher: trials as submitit job arrays, one array per resource profile.
+"""SLURM launcher: trials as submitit job arrays, one array per resource profile (the submitting side).
 
 The executor is ``submitit.AutoExecutor(cluster="slurm")``, never its guess (it picks SLURM whenever
-``srun`` is on PATH). Each array task runs :class:`SlurmTrial`: it claims its attempt with a token that
-is the job id (``slurm:<array>_<task>``, kept by a requeue) and trains it in-process.
-
-Preemption and time limits (one owner of the signals and of requeueing: :class:`SlurmTrial`):
-:mod:`ablate.train.preempt` takes SIGTERM (``scontrol requeue``, a preemption, ``scancel``) and
-SIGUSR2 (submitit's ``--signal=USR2@signal_delay_s`` before the time limit) from submitit (whose
-SIGUSR2 handler exits mid-step) and from Lightning (whose SIGTERM handler raises without a checkpoint;
-``SLURMEnvironment(auto_requeue=False)`` keeps its own scontrol requeue off). Training stops at the
-next step boundary with ``last.ckpt`` written there; the attempt stays RUNNING under the job's token
-(no failure, no retry spent; ``requeues`` counts them) and W&B is closed as preempting. The task
-runs ``scontrol requeue`` itself where nothing else would: after SIGUSR2, and after a SIGTERM that
-squeue shows to be the time limit (``Reason=TimeLimit``; SLURM sends it 0-30 s after the limit, with no
-SIGUSR2 before it when ``signal_delay_s`` is 0, and ends the job TIMEOUT, never requeued; a requeue
-within KillWait of it is accepted). After any other SIGTERM SLURM is requeueing already (or
-cancelling: a requeue must not undo that). The requeued job re-enters the same attempt by its token,
-resumes from last.ckpt into the same W&B run and finishes - no controller needed. A requeue refused
-fails the attempt as ``timeout`` with one line saying so (a rerun retries it). Each task sets its
-intra-op threads (OMP/MKL, torch) to the CPUs it asked for.
+``srun`` is on PATH). Each array task runs one trial, or with ``trials_per_device: k`` a pack of up to
+k trials sharing the job's device; what runs inside the job (signals, requeue, threads) is
+:mod:`ablate.sweep.launch.slurm_job`.
 
 Job states come from ``sacct`` (a cancelled job is seen only there): a RUNNING or WAITING attempt
 whose job ended without recording a result is failed with the SLURM state as its reason - TIMEOUT
 only once the heartbeat is stale (sacct says TIMEOUT for the seconds before the job requeues itself).
-
-Why this file is long: the submitting side (arrays per resource profile, sacct polling) and the
-job's side (signals, requeue, threads) are one protocol over the same job token and attributes.
 """
 
 from __future__ import annotations
@@ -33,12 +15,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import shutil
-import signal
 import subprocess
-import sys
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,6 +26,7 @@ from ablate.sweep.file.spec import Sweep
 from ablate.sweep.launch.base import Launcher
 from ablate.sweep.launch.devices import shared_needs
 from ablate.sweep.launch.registry import LAUNCHERS
+from ablate.sweep.launch.slurm_job import SlurmPack, SlurmTrial
 from ablate.sweep.store.state import Attempt
 
 # sacct states of a job that may still run the attempt (pending after a requeue counts).
@@ -85,133 +64,6 @@ _PARAMS = {
 }
 
 
-def job_token() -> str:
-    """This job's id as submitit names it (``123_4`` in an array); unchanged by a requeue."""
-    array, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
-    return f"slurm:{array}_{task}" if array and task else f"slurm:{os.environ.get('SLURM_JOB_ID', '?')}"
-
-
-class SlurmTrial:
-    """The callable an array task runs: claim (or re-enter) one attempt and train it in-process.
-
-    ``trial_fn`` (``"module:function"``, default: the real trainer) is what trains; the sweep tests
-    give a fake one through :class:`SlurmLauncher`'s constructor.
-    """
-
-    def __init__(self, url: str, study: str, storage_id: int, trial_fn: str | None = None) -> None:
-        self.url, self.study, self.storage_id, self.trial_fn = url, study, storage_id, trial_fn
-
-    def __call__(self) -> str:
-        from ablate.sweep.launch.worker import load_trial_fn, run_trial, slurm_trainer_kwargs
-        from ablate.train import preempt
-
-        # Before anything slow: from here SIGTERM / SIGUSR2 only ask training to stop at a step boundary
-        # (replacing submitit's handlers: its SIGUSR2 one exits mid-step, and it ignores SIGTERM).
-        preempt.install()
-        set_threads(_cpus_per_task())
-        fn = load_trial_fn(self.trial_fn) if self.trial_fn else None  # None: the trainer, after the claim
-        state = run_trial(self.url, self.study, self.storage_id, job_token(), slurm_trainer_kwargs(), trial_fn=fn)
-        if state == "PREEMPTED":
-            names = ", ".join(signal.Signals(n).name for n in preempt.signals())
-            print(
-                f"ablate: {names} received: trial #{self.storage_id} checkpointed, kept for this job", file=sys.stderr
-            )
-            refused = _requeue_if_needed(preempt.signals())
-            if refused:
-                from ablate.sweep.store.store import SweepStore
-
-                SweepStore(self.url, self.study).fail(self.storage_id, refused, "timeout")
-            # Like submitit after its own requeue: exit without a result, so nothing reads this run as done.
-            raise SystemExit(-1)
-        return state
-
-    def checkpoint(self) -> Any:
-        """submitit's Checkpointable hook: resubmit the same call (the trainer resumes from last.ckpt).
-
-        Not reached through signals any more (:func:`ablate.train.preempt.install` owns them); kept so a
-        submitit-driven ``job._interrupt()`` still requeues."""
-        from submitit.helpers import DelayedSubmission
-
-        return DelayedSubmission(self)
-
-
-def set_threads(cpus: str | None) -> None:
-    """One intra-op thread per CPU the job asked for (OMP/MKL for child processes, torch for this one).
-
-    Without it torch uses every core of the node: several jobs on one unpinned node oversubscribe it
-    (1200 steps took 13 min instead of 40 s)."""
-    if not cpus or not cpus.isdigit() or int(cpus) < 1:
-        return
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = cpus
-    import torch
-
-    torch.set_num_threads(int(cpus))
-
-
-def _cpus_per_task() -> str | None:
-    """--cpus-per-task of this job; without one, the job's CPUs on this node shared by its tasks."""
-    if os.environ.get("SLURM_CPUS_PER_TASK"):
-        return os.environ["SLURM_CPUS_PER_TASK"]
-    on_node, tasks = os.environ.get("SLURM_CPUS_ON_NODE", ""), os.environ.get("SLURM_NTASKS_PER_NODE", "1")
-    if on_node.isdigit() and tasks.isdigit() and int(tasks) > 0:
-        return str(max(1, int(on_node) // int(tasks)))
-    return None
-
-
-def _requeue_if_needed(signals: list[int]) -> str | None:
-    """Requeue this job where nothing else will; returns the line to record when SLURM refused.
-
-    SIGUSR2 (the time limit is near, or a preemption that sends the job's signal) and a SIGTERM that is
-    the time limit: nothing requeues the job unless it does. Any other SIGTERM: SLURM is already
-    requeueing it (scontrol requeue, preemption) - or cancelling it, which a requeue must not undo."""
-    job = os.environ.get("SLURM_JOB_ID")
-    if not job or os.environ.get("SLURM_PROCID", "0") != "0":
-        return None  # rank 0 requeues a multi-task job
-    if signal.SIGUSR2 in signals:
-        why = "SIGUSR2 before the time limit"
-    elif signal.SIGTERM in signals and _sigterm_is_time_limit(job):
-        why = "SIGTERM at the time limit"
-    else:
-        return None
-    done = _slurm(["scontrol", "requeue", job], timeout=20)
-    code = "no answer" if done is None else f"exit code {done.returncode}"
-    print(f"ablate: {why}: scontrol requeue {job}: {code}", file=sys.stderr)
-    if done is not None and done.returncode == 0:
-        return None
-    err = done.stderr.strip().splitlines()[-1] if done is not None and done.stderr.strip() else code
-    line = f"{why}: checkpointed, but scontrol requeue {job} failed ({err}); a rerun of the sweep retries it"
-    print(f"ablate: {line}", file=sys.stderr)
-    return line
-
-
-def _sigterm_is_time_limit(job: str) -> bool:
-    """Ask slurmctld why the job is stopping (squeue); its end time from the environment if it cannot say."""
-    from ablate.sweep.launch.slurm_queue import env_end_time, is_time_limit, parse_squeue
-
-    done = _slurm(["squeue", "-h", "-j", job, "-o", "%T|%r|%e"], timeout=5)
-    info = parse_squeue(done.stdout) if done is not None and done.returncode == 0 else None
-    env_end = env_end_time(os.environ.get("SLURM_JOB_END_TIME"))
-    verdict = is_time_limit(time.time(), info, env_end)
-    seen = f"squeue: {done.stdout.strip()!r}" if info is not None else f"SLURM_JOB_END_TIME={env_end}"
-    print(f"ablate: SIGTERM {'is' if verdict else 'is not'} the time limit ({seen})", file=sys.stderr)
-    return verdict
-
-
-def _slurm(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str] | None:
-    """Run a SLURM client command; once more if a signal killed it (the stop's second SIGTERM, sent to
-    the whole step, kills children too). None when it could not run or did not answer in time."""
-    done = None
-    for _ in range(2):
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        if done.returncode >= 0:
-            return done
-    return done
-
-
 @LAUNCHERS.register("slurm")
 class SlurmLauncher(Launcher):
     """Submit trials to SLURM as job arrays (submitit); resumable across preemption and requeue."""
@@ -232,6 +84,7 @@ class SlurmLauncher(Launcher):
         "additional": "extra sbatch options {key: value}",
         "setup": "shell lines run before the trial",
         "signal_delay_s": "seconds before the time limit that the checkpoint signal comes",
+        "trials_per_device": "trials one job runs at once on its device (packing small trials; default 1)",
         "folder": "submitit logs (default: .ablate/slurm/<sweep> beside the sweep file)",
         "poll_s": "seconds between looks at the store and sacct (default 5)",
     }
@@ -246,6 +99,9 @@ class SlurmLauncher(Launcher):
         out = super().validate(cfg, where)
         for key in ("timeout_min", "mem_gb", "cpus_per_task", "tasks_per_node", "nodes", "array_parallelism"):
             cls.positive_int(out, key, where)
+        cls.positive_int(out, "trials_per_device", where)
+        if out.get("trials_per_device", 1) > 1 and (out.get("tasks_per_node", 1) > 1 or out.get("nodes", 1) > 1):
+            raise SweepError(f"{where}: trials_per_device > 1 packs one-task trials; set tasks_per_node: 1, nodes: 1")
         if out.get("gpus_per_node") is not None and (
             not isinstance(out["gpus_per_node"], int) or out["gpus_per_node"] < 0
         ):
@@ -361,23 +217,42 @@ class SlurmLauncher(Launcher):
             params = {_PARAMS[k]: v for k, v in profile.items() if k in _PARAMS}
             params.setdefault("timeout_min", 60)
             executor.update_parameters(name=f"ablate-{self.sweep.name}", **params)
-            jobs = self._submit(executor, attempts)
-            for a, job in zip(attempts, jobs):
-                self.store.set_attr(a.storage_id, "slurm_job", str(job.job_id))
+            packs = self._packs(attempts)
+            jobs = self._submit(executor, packs)
+            for pack, job in zip(packs, jobs):
+                for a in pack:
+                    self.store.set_attr(a.storage_id, "slurm_job", str(job.job_id))
                 self._states[str(job.job_id)] = "PENDING"
                 self.submitted.append(str(job.job_id))
 
-    def _submit(self, executor: Any, attempts: list[Attempt]) -> list[Any]:
-        """One sbatch of an array of these attempts. When sbatch refuses (no controller reachable, a bad
-        partition...), the attempts stay WAITING for a later `ablate sweep` on a working cluster and the
+    def _packs(self, attempts: list[Attempt]) -> list[list[Attempt]]:
+        """The array's tasks: one attempt each, or up to ``trials_per_device`` sharing one job's device
+        (an attempt retried ``alone`` after running out of memory packed gets a job of its own)."""
+        k = int(self.cfg.get("trials_per_device", 1))
+        alone = [[a] for a in attempts if k == 1 or a.attrs.get("alone")]
+        rest = [a for a in attempts if k > 1 and not a.attrs.get("alone")]
+        packs = alone + [rest[i : i + k] for i in range(0, len(rest), k)]
+        for pack in packs:
+            for a in pack if len(pack) > 1 else []:
+                self.store.set_attr(a.storage_id, "packed", len(pack))
+        return packs
+
+    def _submit(self, executor: Any, packs: list[list[Attempt]]) -> list[Any]:
+        """One sbatch of an array of these packs of attempts. When sbatch refuses (no controller reachable, a
+        bad partition...), the attempts stay WAITING for a later `ablate sweep` on a working cluster and the
         error is one line quoting sbatch (submitit also prints sbatch's stderr: it is kept out of the way)."""
         from submitit.core.utils import FailedJobError
 
+        url, study = self.store.url, self.store.study_name
         try:
             with contextlib.redirect_stderr(io.StringIO()), executor.batch():
                 return [
-                    executor.submit(SlurmTrial(self.store.url, self.store.study_name, a.storage_id, self.trial_fn))
-                    for a in attempts
+                    executor.submit(
+                        SlurmTrial(url, study, pack[0].storage_id, self.trial_fn)
+                        if len(pack) == 1
+                        else SlurmPack(url, study, [a.storage_id for a in pack], self.trial_fn)
+                    )
+                    for pack in packs
                 ]
         except FailedJobError as exc:
             said = " ".join(str(exc).split()) or type(exc).__name__
@@ -390,8 +265,9 @@ class SlurmLauncher(Launcher):
         return False
 
     def capacity(self) -> int:
-        """A search keeps as many trials queued as the array may run at once (array_parallelism, else 4)."""
-        return int(self.cfg.get("array_parallelism") or 4)
+        """A search keeps as many trials queued as the array may run at once (array_parallelism, else 4),
+        times the trials each job runs."""
+        return int(self.cfg.get("array_parallelism") or 4) * int(self.cfg.get("trials_per_device", 1))
 
     def shutdown(self) -> None:
         """Ctrl-C detaches: the jobs keep running on the cluster; `ablate status` follows them."""
