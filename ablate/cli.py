@@ -73,6 +73,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         clear_overrides=args.clear_overrides,
         max_trials=args.max_trials,
         reuse_from=args.reuse,
+        launcher=args.launcher,
     )
     if run.finished:
         from ablate.report.commands import print_summary
@@ -164,7 +165,14 @@ def _add_sweep_commands(sub: argparse._SubParsersAction) -> None:
     )
     s.add_argument("--dry-run", action="store_true", help="list trials, params, FLOPs and cost; launch nothing")
     s.add_argument("--json", action="store_true", help="with --dry-run: print the trial list as JSON")
-    s.add_argument("--detach", action="store_true", help="submit (SLURM) and exit; check with `ablate status`")
+    s.add_argument("--detach", action="store_true", help="submit (SLURM, Ray) and exit; check with `ablate status`")
+    s.add_argument(
+        "--launcher",
+        default=None,
+        metavar="SPEC",
+        help="run where the file does not say: a launcher's name (local, slurm, ray) or its settings as YAML, "
+        "e.g. '{name: ray, trials_per_device: 4}'; the trials and the store stay the same",
+    )
     s.add_argument(
         "--max-trials",
         type=int,

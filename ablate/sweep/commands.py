@@ -91,12 +91,14 @@ def sweep(
     launcher_options: Mapping[str, Any] | None = None,
     max_trials: int | None = None,
     reuse_from: str | None = None,
+    launcher: str | None = None,
 ) -> SweepRun:
     """Check, then run (or resume) every trial of a sweep; code 0 when all are done, 1 if any failed.
 
     ``overrides`` None or empty: those recorded with the sweep (see :mod:`ablate.sweep.loader`).
     ``launcher_options`` go to the launcher's constructor (e.g. ``worker_command`` of ``local``).
     ``max_trials`` (default :data:`~ablate.sweep.loader.MAX_TRIALS`): a larger sweep is refused.
+    ``launcher``: ``--launcher`` (a name or a YAML mapping) in place of the file's ``launcher:``.
     Every check (the sweep's size, its store, the launcher's tools) runs before anything is stored.
     A dry run stops at a size or store error, but prints its plan despite missing launcher tools (a
     note says which: a plan made on a laptop for a cluster).
@@ -104,7 +106,9 @@ def sweep(
     if as_json and not dry_run:
         raise SweepError("--json goes with --dry-run (the trial list as JSON); add --dry-run")
     limit = MAX_TRIALS if max_trials is None else max_trials
-    opened = open_sweep(path, overrides, clear_overrides=clear_overrides, max_trials=limit, writing=True)
+    opened = open_sweep(
+        path, overrides, clear_overrides=clear_overrides, max_trials=limit, writing=True, launcher=launcher
+    )
     spec = opened.sweep
     _note(opened)
     for line in plans.notes(spec):
@@ -232,10 +236,11 @@ def _print_status_lines(spec: Sweep, trials: Sequence[TrialView]) -> None:
             print(f"  stale: {v.row} seed {v.seed}: no heartbeat for {a.silent_s(now):.0f} s")
 
 
-def reap_ended_jobs(spec: Sweep, store: SweepStore) -> None:
+def reap_ended_jobs(spec: Sweep, store: SweepStore) -> list[str]:
     """Record the jobs of a detached sweep that ended without saying so (its launcher asks the scheduler:
-    sacct, Ray's job API); nothing for a launcher whose trials live in the controller."""
-    LAUNCHERS.get(spec.launcher["name"]).reap_detached(spec, store)
+    sacct, Ray's job API); the scheduler's view of each open job, one line each. Nothing for a launcher
+    whose trials live in the controller."""
+    return LAUNCHERS.get(spec.launcher["name"]).reap_detached(spec, store)
 
 
 def status(path: str | Path) -> int:
@@ -251,7 +256,7 @@ def status(path: str | Path) -> int:
         if (line := hint(spec, store)) is not None:
             print(f"note: {line}")
         return 0
-    reap_ended_jobs(spec, store)
+    jobs = reap_ended_jobs(spec, store)
     by_trial = store.by_trial()
     trials = plans.trial_states(store, spec)
     stray = set(by_trial) - {v.trial_id for v in trials}
@@ -275,6 +280,8 @@ def status(path: str | Path) -> int:
         _print_status_lines(spec, trials)
     for line in plans.status_lines(spec, trials):
         print(line)
+    for line in jobs:
+        print(f"job: {line}")
     return 0
 
 

@@ -22,13 +22,15 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.expand import count_trials
 from ablate.sweep.file.plugins import import_plugins
 from ablate.sweep.file.spec import Sweep, SweepFile, expand, read_sweep_file
+from ablate.sweep.file.spec import check_launcher as check_launcher_shape
 from ablate.sweep.plan import trial_states
 from ablate.sweep.store.location import check_store_url, file_of, store_url
 from ablate.sweep.store.state import TrialView
@@ -120,16 +122,21 @@ def open_sweep(
     clear_overrides: bool = False,
     max_trials: int | None = None,
     writing: bool = False,
+    launcher: str | None = None,
 ) -> OpenSweep:
     """Check and expand a sweep file with its command-line overrides (None: those recorded).
 
     ``max_trials``: refuse (before building any trial) a sweep of more trials. ``writing``: also check
-    that the store can be created (`ablate sweep`, dry runs included).
+    that the store can be created (`ablate sweep`, dry runs included). ``launcher``: the command line's
+    ``--launcher`` (a name or a YAML mapping) in place of the file's ``launcher:``; the trials, their ids
+    and the store stay the same (where a trial runs is no part of it).
     Read-only: nothing is created, not even the store (its recorded overrides are read if it exists).
     """
     from ablate.sweep.launch import check_launcher
 
     sf = read_sweep_file(path)
+    if launcher is not None:
+        sf = replace(sf, launcher=launcher_option(launcher))
     if max_trials is not None:
         check_size(sf, max_trials)
     check_sweep_file(sf)
@@ -147,3 +154,14 @@ def load_results(path: str | Path, overrides: Sequence[str] | None = None) -> li
     """Every trial of a sweep file (file order, seeds inner) with its state, as the store sees it."""
     opened = open_sweep(path, overrides)
     return trial_states(opened.store, opened.sweep)
+
+
+def launcher_option(text: str) -> dict[str, Any]:
+    """``--launcher``: a launcher's name, or a YAML mapping of its settings (``{name: ray, address: auto}``)."""
+    import yaml
+
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SweepError(f"--launcher {text!r}: not YAML ({' '.join(str(exc).split())[:120]})") from None
+    return check_launcher_shape(f"--launcher {text!r}", value)

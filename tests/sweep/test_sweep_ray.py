@@ -117,12 +117,17 @@ def test_two_controllers_run_every_trial_once(ray_cluster, write_sweep):
 
 
 def test_detach_submits_and_status_follows_the_jobs(ray_cluster, write_sweep):
-    path = write_sweep(rows=ROWS[:2], launcher=LAUNCHER, overrides=["train.max_steps=6"], fake={"*": {"step_s": 0.2}})
+    path = write_sweep(rows=ROWS[:2], launcher=LAUNCHER, overrides=["train.max_steps=40"], fake={"*": {"step_s": 0.25}})
     sub = _sweep("sweep", str(path), "--detach", timeout=120)
     assert sub.returncode == 0 and "submitted 2 job(s): ablate-t-" in sub.stdout, sub.stdout + sub.stderr
+    run_dir = load_sweep(path).trials[0].run_dir
+    _wait(lambda: read_progress(run_dir).get("step", 0) >= 2, what="the detached trial to run")
+    running = _sweep("status", str(path), timeout=60)
+    job = _first(path)[0].attrs["ray_job"]
+    assert f"job: r0 seed 1: Ray job {job} RUNNING" in running.stdout, running.stdout + running.stderr
     _wait(lambda: all(r.state == "done" for r in load_results(path)), what="the detached jobs to finish")
     status = _sweep("status", str(path), timeout=60)
-    assert status.returncode == 0 and "2 done" in status.stdout, status.stdout + status.stderr
+    assert status.returncode == 0 and "2 done" in status.stdout and "job:" not in status.stdout, status.stdout
 
 
 @pytest.mark.parametrize(
@@ -163,3 +168,27 @@ def test_packed_trials_ask_a_share_of_a_device_and_out_of_memory_retries_alone(r
     assert r0[0].attrs["packed"] == 2 and r0[1].attrs["alone"] is True and r1[0].attrs["packed"] == 2
     assert [c["on_device"] for c in calls(sweep.trials[0].run_dir)] == ["2", "1"]
     assert "retrying r0 seed 1 alone on a device" in done.stdout + done.stderr
+
+
+def test_ctrl_c_stops_the_jobs_it_submitted_and_a_rerun_resumes(ray_cluster, write_sweep):
+    path = write_sweep(rows=ROWS[:1], launcher=LAUNCHER, overrides=["train.max_steps=40"], fake={"*": {"step_s": 0.25}})
+    proc = subprocess.Popen(
+        ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    run_dir = load_sweep(path).trials[0].run_dir
+    try:
+        _wait(lambda: read_progress(run_dir).get("step", 0) >= 3, what="step 3")
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode != 0 and "interrupted" in out.decode(), out.decode()
+    (attempts,) = _attempts(path).values()
+    assert attempts == [(0, "FAIL", "interrupted")]
+    from ray.job_submission import JobSubmissionClient
+
+    assert JobSubmissionClient("auto").get_job_status(_first(path)[0].attrs["ray_job"]).value in ("STOPPED", "FAILED")
+    again = _sweep("sweep", str(path))
+    assert again.returncode == 0, again.stdout + again.stderr
+    starts = [c["start"] for c in calls(run_dir)]
+    assert len(starts) == 2 and starts[1] >= 3  # resumed from its checkpoint

@@ -71,3 +71,24 @@ def test_a_local_sweep_cannot_detach(write_sweep, capsys):
     path = write_sweep()
     assert main(["sweep", str(path), "--detach"]) == 2
     assert "--detach needs launcher slurm or ray" in one_line_error(capsys)
+
+
+def test_the_command_line_launcher_replaces_the_files(write_sweep, capsys):
+    path = write_sweep(launcher={"name": "local", "slots": 2})
+    assert main(["sweep", str(path), "--dry-run", "--json", "--launcher", "{name: ray, trials_per_device: 4}"]) == 0
+    assert '"launcher": "ray"' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        ("{name: ray", "--launcher '{name: ray': not YAML"),
+        ("[ray]", "--launcher '[ray]': launcher must be a name or {name: local|slurm|ray, ...}"),
+        ("kubernetes", "unknown launcher 'kubernetes'"),
+        ("{name: ray, slots: 2}", "unknown key 'slots'"),
+    ],
+)
+def test_a_bad_command_line_launcher_is_one_line(write_sweep, capsys, spec, said):
+    path = write_sweep()
+    assert main(["sweep", str(path), "--dry-run", "--launcher", spec]) == 2
+    assert said in one_line_error(capsys)

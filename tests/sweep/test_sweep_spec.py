@@ -262,3 +262,12 @@ def test_a_sweep_name_never_puts_run_folders_outside_runs(write_sweep, name):
         folder = Path(t.run_dir).resolve().parent
         assert folder.parent == runs and not folder.name.startswith(".")
     assert sweep.runs_dir.resolve().parent == runs
+
+
+def test_the_ray_table3_runs_the_same_trials_as_the_slurm_one():
+    sweeps = Path(__file__).resolve().parents[2] / "sweeps"
+    if not (sweeps / "table3-ray.yaml").is_file():
+        pytest.skip("no sweeps/table3-ray.yaml in this checkout")
+    slurm, ray = load_sweep(sweeps / "table3.yaml"), load_sweep(sweeps / "table3-ray.yaml")
+    assert [(t.row, t.trial_id) for t in ray.trials] == [(t.row, t.trial_id) for t in slurm.trials]
+    assert (slurm.launcher["name"], ray.launcher["name"]) == ("slurm", "ray")

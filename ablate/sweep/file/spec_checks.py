@@ -23,7 +23,7 @@ SWEEP_KEYS = {
     "seeds": "every row runs once per seed (train.seed); {start, max, until: decided}: more only while undecided",
     "store": "sqlite (file beside the sweep file) | journal:PATH | any SQLAlchemy URL",
     "runs": "parent directory of the run directories, relative to the sweep file (default: runs)",
-    "launcher": "{name: local|slurm, ...}",
+    "launcher": "{name: local|slurm|ray, ...}",
     "wandb": "{project, entity, mode}",
     "imports": "user modules that register variants, imported before validation",
     "max_retries": "retries of a crashed trial within one `ablate sweep`",
@@ -134,7 +134,7 @@ def check_launcher(where: str, launcher: Any) -> dict[str, Any]:
     if isinstance(launcher, str):
         launcher = {"name": launcher}
     if not isinstance(launcher, Mapping):
-        raise SweepError(f"{where}: launcher must be a name or {{name: local|slurm, ...}}, got {launcher!r}")
+        raise SweepError(f"{where}: launcher must be a name or {{name: local|slurm|ray, ...}}, got {launcher!r}")
     return {**launcher, "name": str(launcher.get("name", "local"))}
 
 

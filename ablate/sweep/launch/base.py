@@ -80,9 +80,11 @@ class Launcher:
         return []
 
     @classmethod
-    def reap_detached(cls, sweep: Sweep, store: SweepStore) -> None:
-        """For ``ablate status`` of a detached sweep: record what the scheduler says ended, as a running
-        controller's poll would (nothing for launchers whose trials live in the controller)."""
+    def reap_detached(cls, sweep: Sweep, store: SweepStore) -> list[str]:
+        """For ``ablate status``: record what the scheduler says ended, as a running controller's poll
+        would, and return the scheduler's view of each open attempt's job, one line each (nothing for
+        launchers whose trials live in the controller)."""
+        return []
 
     # -- hooks ----------------------------------------------------------------------------------
     def start(self, waiting: list[Attempt]) -> None:

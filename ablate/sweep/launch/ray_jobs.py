@@ -13,7 +13,8 @@ Nothing of the trial lives in the controller, so a controller killed and rerun a
   killed between the record and the submission resubmits under the recorded id (Ray refuses a
   second job of one id, which is read as "submitted").
 - **Resources**: a GPU trial asks ``devices_per_trial / trials_per_device`` GPUs (``trials_per_device``
-  packs small trials on one GPU) and ``cpus_per_trial`` CPUs; a CPU trial asks ``devices_per_trial /
+  packs small trials on one GPU; Ray sets the job's ``CUDA_VISIBLE_DEVICES`` to the GPUs it reserved)
+  and ``cpus_per_trial`` CPUs (shared by its DDP ranks); a CPU trial asks ``devices_per_trial /
   trials_per_device`` CPUs and trains with ``devices_per_trial`` threads (OMP/MKL). A trial that needs
   more than the largest node holds is refused before anything is stored.
 - **Throttle**: at most ``max_running`` jobs submitted and unfinished (default: as many as the cluster
@@ -241,7 +242,8 @@ class RayLauncher(Launcher):
         gpu = uses_gpu(spec.config) if spec is not None else False
         packed = 1 if a.attrs.get("alone") else int(self.cfg.get("trials_per_device", 1))
         need = trial_resources({**self.cfg, **(spec.resources if spec else {}), "trials_per_device": packed}, gpu)
-        threads = str(max(1, int(self.cfg.get("cpus_per_trial" if gpu else "devices_per_trial", 1))))
+        per = int(self.cfg.get("devices_per_trial", 1))  # a GPU trial's ranks share its CPUs
+        threads = str(max(1, int(self.cfg.get("cpus_per_trial", 1)) // per if gpu else per))
         env = {k: v for k, v in os.environ.items() if k.startswith(_PASSED_ENV)}
         env.update({v: threads for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")})
         env[SPAWNED_AT_ENV] = repr(time.time())
@@ -289,11 +291,19 @@ class RayLauncher(Launcher):
                 self.store.fail(a.storage_id, "interrupted (Ctrl-C); resumes from its checkpoint", "interrupted")
 
     @classmethod
-    def reap_detached(cls, sweep: Sweep, store: Any) -> None:
-        """``ablate status`` of a detached sweep: record the jobs Ray says ended, as a controller's poll would."""
+    def reap_detached(cls, sweep: Sweep, store: Any) -> list[str]:
+        """``ablate status``: record the jobs Ray says ended, as a controller's poll would; Ray's view of
+        each open attempt's job, one line each."""
         launcher = cls(sweep, store)
-        if any(a.attrs.get("ray_job") for a in launcher.active()):
-            try:
-                launcher.poll()
-            except SweepError:
-                return  # no cluster answers: the heartbeat shows what it can
+        active = [a for a in launcher.active() if a.attrs.get("ray_job")]
+        if not active:
+            return []
+        try:
+            launcher.poll()
+        except SweepError as exc:  # no cluster answers: the heartbeat shows what it can
+            return [str(exc)]
+        return [
+            f"{a.attrs.get('row')} seed {a.attrs.get('seed')}: Ray job {a.attrs['ray_job']} "
+            f"{launcher._job(a) or 'unknown to Ray'}"
+            for a in active
+        ]

@@ -126,15 +126,21 @@ class SlurmLauncher(Launcher):
         return shared_needs(sweep, "the compute nodes", "launcher.setup lines activate it in each job")
 
     @classmethod
-    def reap_detached(cls, sweep: Sweep, store: Any) -> None:
+    def reap_detached(cls, sweep: Sweep, store: Any) -> list[str]:
         """Record the jobs of active attempts that ended without saying so (killed in their start-up,
         before any handler was installed; timed out; cancelled): a detached sweep has no controller, and
-        its attempts would otherwise show RUNNING or waiting forever. One ``sacct`` call."""
+        its attempts would otherwise show RUNNING or waiting forever. One ``sacct`` call; one line per job."""
         if shutil.which("sacct") is None:
-            return
+            return []
         launcher = cls(sweep, store)
-        if any(a.attrs.get("slurm_job") for a in launcher.active()):
+        active = [a for a in launcher.active() if a.attrs.get("slurm_job")]
+        if active:
             launcher.poll()
+        return [
+            f"{a.attrs.get('row')} seed {a.attrs.get('seed')}: SLURM job {a.attrs['slurm_job']} "
+            f"{launcher._job_state(a) or 'unknown to sacct'}"
+            for a in active
+        ]
 
     def __init__(self, *args: Any, trial_fn: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
