@@ -29,7 +29,7 @@ EXPERIMENT = {
     "model": {"n_layers": 1, "d_model": 16, "d_ff": 32, "n_heads": 2, "max_positions": 128},
     "data": {"corpus": "builtin", "vocab_size": 64, "max_len": 32, "max_tokens": 256},
     "train": {"max_steps": 20, "warmup_steps": 2, "val_every_steps": 20, "log_every_steps": 10},
-    "eval": {"bleu_sentences": 50, "test": False},
+    "eval": {"bleu_max_sentences": 50, "beam_size": 1, "test": False},
     "trainer": {"accelerator": "cpu"},
     "logging": {"wandb": "disabled", "progress_bar": False},
 }

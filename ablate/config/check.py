@@ -135,7 +135,10 @@ def _check_data(c: _Checker) -> None:
     if d.max_tokens < d.max_len + 2:
         what = f"{d.max_tokens} cannot hold one pair of max_len={d.max_len} (+BOS/EOS)"
         c.fail("data.max_tokens", what, "data.max_len")
-    c.at_least_zero("data.num_workers")
+    c.at_least_zero("data.num_workers", "data.bucket_ratio")
+    c.positive("data.batch_multiple")
+    if 0 < d.bucket_ratio <= 1:
+        c.fail("data.bucket_ratio", f"must be 0 (off) or above 1 (1.1: rungs ~10% apart), got {d.bucket_ratio}")
 
 
 def _check_train(c: _Checker) -> None:

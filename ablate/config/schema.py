@@ -50,6 +50,8 @@ class DataConfig:
     max_len: int = 256  # pairs longer than this many subwords on either side are dropped (and counted)
     max_train_pairs: int | None = None  # train on the first N pairs only (None: all); dev/test stay whole
     max_tokens: int = 4096  # tokens per batch per device on each side, padding included
+    bucket_ratio: float = 0.0  # pad training lengths up a ladder this far apart (1.1: ~10%; few shapes); 0 = off
+    batch_multiple: int = 1  # full training batches hold a multiple of this many pairs (8: tensor-core sizes)
     valid_split: str = "valid"  # split used as the dev set (val/* metrics)
     test_split: str = "test"  # split used as the test set (test/* metrics)
     cache_dir: str | None = None  # prepared-data cache (default $ABLATE_CACHE or ~/.cache/ablate)
@@ -132,6 +134,8 @@ SLOT_FIELDS = ("attention", "ffn", "norm", "positional", "residual")  # model fi
 # of the hash (hash_view), so a sweep that does not set them keeps its trial ids, runs and W&B runs.
 ADDED_LATER: dict[str, Any] = {
     "data.max_train_pairs": None,
+    "data.bucket_ratio": 0.0,
+    "data.batch_multiple": 1,
     "train.compile": False,
     "train.epochs": None,
     "train.target_tokens": None,

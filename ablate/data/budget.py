@@ -53,11 +53,12 @@ def _count(n: float) -> str:
     return f"{n / 1e6:.3g}M" if n >= 1e6 else f"{n:,.0f}"
 
 
-def epoch_stats(src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: int) -> EpochStats:
-    """The statistics of one training epoch, batched exactly as the training sampler batches it."""
+def epoch_stats(src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: int, **bucketing: Any) -> EpochStats:
+    """The statistics of one training epoch, batched exactly as the training sampler batches it
+    (``bucketing``: its bucket_ratio, batch_multiple and max_len)."""
     from ablate.data.batching import TokenBucketBatchSampler
 
-    sampler = TokenBucketBatchSampler(src_lengths, tgt_lengths, max_tokens, seed=0)
+    sampler = TokenBucketBatchSampler(src_lengths, tgt_lengths, max_tokens, seed=0, **bucketing)
     target = int(np.asarray(tgt_lengths, np.int64).sum()) + len(tgt_lengths)  # + EOS of every pair
     return EpochStats(pairs=len(tgt_lengths), target_tokens=target, batches=sampler.num_batches())
 

@@ -42,11 +42,11 @@ class _RowDataset(Dataset):
 class _Collate:
     """Picklable collate function (DataLoader workers may be spawned)."""
 
-    def __init__(self, shard: Shard) -> None:
-        self.shard = shard
+    def __init__(self, shard: Shard, **bucketing: Any) -> None:
+        self.shard, self.bucketing = shard, bucketing
 
     def __call__(self, indices: list[int]) -> dict[str, Any]:
-        return collate(self.shard, indices)
+        return collate(self.shard, indices, **self.bucketing)
 
 
 class _ResumableLoader(DataLoader):
@@ -77,6 +77,8 @@ class TranslationDataModule(pl.LightningDataModule):
         test_split: str = "test",
         num_workers: int = 0,
         train_split: str = "train",
+        bucket_ratio: float = 0.0,
+        batch_multiple: int = 1,
     ) -> None:
         super().__init__()
         self.prepared = Prepared.load(prepared_dir, max_tokens=max_tokens)
@@ -85,6 +87,8 @@ class TranslationDataModule(pl.LightningDataModule):
         self.prepared_dir = Path(prepared_dir)
         self.max_tokens, self.seed, self.num_workers = int(max_tokens), int(seed), int(num_workers)
         self.train_split, self.valid_split, self.test_split = train_split, valid_split, test_split
+        # Training batches only: evaluation keeps its exact shapes (decoding lengths follow the source's).
+        self.bucketing = self.prepared.bucketing(bucket_ratio, batch_multiple)
         self.train_sampler: TokenBucketBatchSampler | None = None
         self._pending_state: dict[str, int] | None = None
         self._consumed = 0
@@ -105,11 +109,25 @@ class TranslationDataModule(pl.LightningDataModule):
             shard = self.prepared.split(self.train_split)
             rank, world = self._rank_world()
             self.train_sampler = TokenBucketBatchSampler(
-                shard.src_lengths, shard.tgt_lengths, self.max_tokens, seed=self.seed, rank=rank, world_size=world
+                shard.src_lengths,
+                shard.tgt_lengths,
+                self.max_tokens,
+                seed=self.seed,
+                rank=rank,
+                world_size=world,
+                **self.bucketing,
             )
             if self._pending_state is not None:
                 self.train_sampler.load_state_dict(self._pending_state)
                 self._pending_state = None
+
+    def _padding(self) -> dict[str, Any]:
+        """How collate pads a training batch (the bucketing's ladder)."""
+        return {"bucket_ratio": self.bucketing["bucket_ratio"], "max_len": self.bucketing["max_len"]}
+
+    def _padding(self) -> dict[str, Any]:
+        """How collate pads a training batch (the bucketing's ladder)."""
+        return {"bucket_ratio": self.bucketing["bucket_ratio"], "max_len": self.bucketing["max_len"]}
 
     def _loader(self, split: str, sampler: TokenBucketBatchSampler, train: bool = False) -> DataLoader:
         shard = self.prepared.split(split)
@@ -117,7 +135,7 @@ class TranslationDataModule(pl.LightningDataModule):
         return cls(
             _RowDataset(shard),
             batch_sampler=sampler,
-            collate_fn=_Collate(shard),
+            collate_fn=_Collate(shard, **(self._padding() if train else {})),
             num_workers=self.num_workers,
             persistent_workers=False,
             **extra,

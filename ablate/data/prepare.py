@@ -142,16 +142,25 @@ class Prepared:
             )
         )
 
-    def epoch_stats(self, max_tokens: int) -> EpochStats:
+    def epoch_stats(self, max_tokens: int, bucket_ratio: float = 0.0, batch_multiple: int = 1) -> EpochStats:
         """Pairs, target tokens and batches of one training epoch at ``max_tokens`` (stored in meta.json on
-        first use, like the floor: the dry run reads them without batching the data again)."""
+        first use, like the floor: the dry run reads them without batching the data again); bucketed
+        batches (``data.bucket_ratio``, ``data.batch_multiple``) under a key of their own."""
         train = self.split("train")
+        bucketing = self.bucketing(bucket_ratio, batch_multiple)
+        plain = bucket_ratio <= 1 and batch_multiple <= 1
+        key = str(max_tokens) if plain else f"{max_tokens}/{bucket_ratio:g}/{batch_multiple}"
         stats = self._stored(
             "epoch_stats",
-            str(max_tokens),
-            lambda: asdict(epoch_stats(train.src_lengths, train.tgt_lengths, max_tokens)),
+            key,
+            lambda: asdict(epoch_stats(train.src_lengths, train.tgt_lengths, max_tokens, **bucketing)),
         )
         return EpochStats(**stats)
+
+    def bucketing(self, bucket_ratio: float = 0.0, batch_multiple: int = 1) -> dict[str, Any]:
+        """The training sampler's bucketing keywords for this data (lengths capped at its max_len)."""
+        ratio, multiple = float(bucket_ratio), int(batch_multiple)
+        return {"bucket_ratio": ratio, "batch_multiple": multiple, "max_len": int(self.meta["max_len"])}
 
     def _stored(self, section: str, key: str, compute: Callable[[], Any]) -> Any:
         """``meta[section][key]``, computed and written to meta.json the first time it is asked for."""

@@ -237,10 +237,10 @@ def _print_status_lines(spec: Sweep, trials: Sequence[TrialView]) -> None:
 
 
 def reap_ended_jobs(spec: Sweep, store: SweepStore) -> list[str]:
-    """Record the jobs of a detached sweep that ended without saying so (its launcher asks the scheduler:
-    sacct, Ray's job API); the scheduler's view of each open job, one line each. Nothing for a launcher
-    whose trials live in the controller."""
-    return LAUNCHERS.get(spec.launcher["name"]).reap_detached(spec, store)
+    """Record the jobs of a detached sweep that ended without saying so (each launcher asks its scheduler
+    about the attempts it submitted: sacct, Ray's job API); the scheduler's view of each open job, one
+    line each. Every launcher is asked, not only the file's: a sweep may run elsewhere (``--launcher``)."""
+    return [line for name in LAUNCHERS.names() for line in LAUNCHERS.get(name).reap_detached(spec, store)]
 
 
 def status(path: str | Path) -> int:

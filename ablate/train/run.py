@@ -209,7 +209,7 @@ def resolve_budget(cfg: DictConfig, prepared: Any) -> Any:
     from ablate.data.budget import resolve
     from ablate.devices import devices_of
 
-    stats = prepared.epoch_stats(int(cfg.data.max_tokens))
+    stats = prepared.epoch_stats(int(cfg.data.max_tokens), float(cfg.data.bucket_ratio), int(cfg.data.batch_multiple))
     devices = devices_of(cfg.trainer, count_visible=True)
     budget = resolve(cfg.train, stats, devices, int(cfg.train.accumulate_grad_batches))
     if rank_zero_only.rank == 0 and (cfg.logging.progress_bar or budget.rule != "train.max_steps"):
@@ -223,7 +223,14 @@ def _datamodule(cfg: DictConfig, prepared: Any) -> Any:
 
     data = cfg.data
     return TranslationDataModule(
-        prepared.dir, data.max_tokens, cfg.train.seed, data.valid_split, data.test_split, num_workers=data.num_workers
+        prepared.dir,
+        data.max_tokens,
+        cfg.train.seed,
+        data.valid_split,
+        data.test_split,
+        num_workers=data.num_workers,
+        bucket_ratio=data.bucket_ratio,
+        batch_multiple=data.batch_multiple,
     )
 
 

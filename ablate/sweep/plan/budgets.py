@@ -45,4 +45,7 @@ def _find(data: Mapping[str, Any]) -> EpochStats | None:
         prepared = find_prepared(OmegaConf.create(dict(data)))
     except (DataError, OSError):  # not downloaded, files missing: the trial's own start reports those
         return None
-    return prepared.epoch_stats(int(data["max_tokens"])) if prepared is not None else None
+    if prepared is None:
+        return None
+    bucketing = float(data.get("bucket_ratio", 0.0)), int(data.get("batch_multiple", 1))
+    return prepared.epoch_stats(int(data["max_tokens"]), *bucketing)
