@@ -94,18 +94,46 @@ class TranslationSystem(pl.LightningModule):
         n_tokens = target.numel()  # known from the shape: no device sync
         loss_sum = linear_label_smoothed_loss(hidden, self.model.output_weight, target, self.hparams.label_smoothing)
         loss = loss_sum / max(n_tokens, 1)
-        if not torch.isfinite(loss):
-            kind = "NaN" if torch.isnan(loss) else "inf"
-            raise TrainingDiverged(
-                f"loss became {kind} at step {self.global_step + 1}; lower train.lr_factor or raise train.warmup_steps"
-            )
+        self._note_finite(loss)
         self.train_tokens += n_tokens
-        self.log("train/loss", loss, on_step=True, prog_bar=True)
+        # No prog_bar: Lightning turns progress-bar metrics into Python numbers at every step (a host sync
+        # each), and its bar is off (ablate.train.monitor draws one from trainer.callback_metrics).
+        self.log("train/loss", loss, on_step=True)
         # The row's step (metrics.csv, W&B's trainer/global_step): the optimizer steps done before this
         # batch. Lightning's own logging counter comes back one off after some resumes; a logged "step"
         # is its public way to set the step (LoggerConnector.log_metrics takes it as the row's step).
         self.log("step", float(self.global_step), on_step=True, on_epoch=False)
         return loss
+
+    _first_bad: torch.Tensor | None = None  # on the device: the first step whose loss was not finite (-1: none)
+
+    def _note_finite(self, loss: torch.Tensor) -> None:
+        """Remember, on the device, the first step whose loss is NaN or infinite: no host sync per step
+        (a Python ``if`` on the loss waited for the GPU at every step); :meth:`check_finite` looks."""
+        device = loss.device
+        if self._first_bad is None or self._first_bad.device != device:
+            self._first_bad = torch.full((), -1, dtype=torch.long, device=device)
+        here = torch.full((), self.global_step + 1, dtype=torch.long, device=device)  # a fill: no copy, no sync
+        bad = ~torch.isfinite(loss.detach()) & (self._first_bad < 0)
+        self._first_bad = torch.where(bad, here, self._first_bad)
+
+    def check_finite(self) -> None:
+        """Raise TrainingDiverged if a loss since the start was not finite (one host sync)."""
+        if self._first_bad is not None and (first := int(self._first_bad)) > 0:
+            raise TrainingDiverged(
+                f"loss became NaN or infinite at step {first}; lower train.lr_factor or raise train.warmup_steps"
+            )
+
+    def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
+        """Look for a diverged loss at the logging interval and at the last step (not at every step:
+        each look waits for the device)."""
+        trainer = self.trainer
+        step, last = trainer.global_step, 0 < trainer.max_steps <= trainer.global_step
+        if last or step % max(1, int(trainer.log_every_n_steps)) == 0:
+            self.check_finite()
+
+    def on_train_end(self) -> None:
+        self.check_finite()  # also when training stopped between looks (max_epochs, max_time, a signal)
 
     def configure_optimizers(self) -> Any:
         hp = self.hparams
@@ -122,7 +150,7 @@ class TranslationSystem(pl.LightningModule):
             self._pending_rng = None
 
     def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
-        self.log("lr", optimizer.param_groups[0]["lr"], on_step=True, prog_bar=True)
+        self.log("lr", optimizer.param_groups[0]["lr"], on_step=True)
 
     # -- validation ----------------------------------------------------------------------------------
     def on_validation_epoch_start(self) -> None:

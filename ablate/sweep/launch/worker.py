@@ -59,7 +59,7 @@ def _stored_config(store: SweepStore, attrs: dict[str, Any]) -> Any:
 
 
 def _is_divergence(exc: BaseException) -> bool:
-    # ablate.train raises TrainingDiverged("loss became NaN at step N"); it lives in ablate.errors, so
+    # ablate.train raises TrainingDiverged("loss became NaN or infinite at step N"); it lives in ablate.errors, so
     # classifying an error imports nothing of the training stack (and its Lightning).
     return isinstance(exc, TrainingDiverged)
 
