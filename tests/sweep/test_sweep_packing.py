@@ -8,6 +8,8 @@ Local here; Ray in test_sweep_ray.py; SLURM in test_sweep_slurm_packing.py.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from sweep_harness import calls
 
@@ -95,3 +97,14 @@ def test_out_of_memory_alone_is_final(write_sweep, fake_trainer):
     )
     assert main(["sweep", str(path)]) == 1
     assert [(a.state, a.kind) for a in _attempts(path)["r0"]] == [("FAIL", "oom")]  # it would fail again
+
+
+def test_a_sweep_shares_one_compile_cache_beside_its_runs(tmp_path, monkeypatch):
+    from ablate.sweep.launch.worker import COMPILE_CACHE, share_compile_cache
+
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    share_compile_cache(tmp_path / "runs" / "t" / "abc123")
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "runs" / "t" / COMPILE_CACHE)
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/mine")
+    share_compile_cache(tmp_path / "runs" / "t" / "abc123")
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == "/mine"  # the user's own cache wins

@@ -132,6 +132,7 @@ def run_trial(
         )
         store.fail(storage_id, why, "error")
         return "FAIL"
+    share_compile_cache(run_dir)
     interval = float(store.study_attrs().get("heartbeat", {}).get("interval_s", 10.0))
     beat = _Heartbeat(store, storage_id, interval)
     beat.start()
@@ -147,6 +148,17 @@ def run_trial(
         beat.stopped.set()
     store.finish(storage_id, {**dict(metrics or {}), "run_dir": str(run_dir), "attempt": attempt.attempt})
     return "COMPLETE"
+
+
+COMPILE_CACHE = ".compile-cache"  # beside the sweep's run directories: torch.compile's cache, shared
+
+
+def share_compile_cache(run_dir: Path) -> None:
+    """Point torch.compile's cache (inductor's ``TORCHINDUCTOR_CACHE_DIR``) at the sweep's runs folder,
+    so a sweep compiles each shape once, not once per trial and node (its default is this machine's
+    /tmp). A cache the user set is kept. A warm cache shortens a compiled trial's start-up: see
+    benchmarks/bench_compile_cache.py."""
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(run_dir.parent / COMPILE_CACHE))
 
 
 def _record_end(store: SweepStore, attempt: Any, run_dir: Path, exc: BaseException) -> str:
@@ -212,6 +224,7 @@ def _run_rank(store: SweepStore, storage_id: int, trainer_kwargs: dict[str, Any]
     (rank 0 owns the claim, the heartbeat and the result)."""
     attrs = store.get(storage_id).attrs
     cfg = _stored_config(store, attrs)
+    share_compile_cache(Path(attrs["run_dir"]))
     try:
         fn(cfg, attrs["run_dir"], resume=True, trainer_kwargs=trainer_kwargs or None, wandb_id=attrs.get("wandb_id"))
     except (Preempted, Pruned):
