@@ -16,12 +16,12 @@ from __future__ import annotations
 from typing import Any
 
 from ablate.report.columns import paper_deviations
-from ablate.report.evidence import LEARNED_RATIO
 from ablate.report.fidelity import Fidelity
 from ablate.report.learning import STILL_IMPROVING
 from ablate.report.paper import CITATION
 from ablate.report.published import published_legend
 from ablate.report.rows import Evidence, ReportRow, Stat, Table3
+from ablate.stats.learning import LEARNED_RATIO
 from ablate.stats.significance import Comparison
 
 MARKERS = {"waiting": "…", "running": "running", "failed": "failed"}

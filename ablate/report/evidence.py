@@ -36,9 +36,9 @@ from ablate.report.learning import attach_learning, base_chrf, translation_note
 from ablate.report.rows import Evidence, ReportRow, Table3
 from ablate.rundir import RunDir
 from ablate.stats.degeneracy import degenerate_share, is_degenerate
+from ablate.stats.learning import learned
 from ablate.stats.significance import DEFAULT_RESAMPLES, DEFAULT_SEED, Comparison, paired_bleu, paired_ppl
 
-LEARNED_RATIO = 0.8  # a row learned something when its dev PPL < LEARNED_RATIO x the unigram floor
 MIN_BASE_BLEU = 1.0  # below this, BLEU differences are noise around zero: BLEU figures are withheld
 CACHE_NAME = "report-cache.json"
 
@@ -230,7 +230,7 @@ def _floor(table: Table3, base_trials: Sequence[Any], dev: DevData) -> None:
         return
     for row in table.rows:
         if row.ppl is not None:
-            row.learned = row.ppl.mean < LEARNED_RATIO * table.floor
+            row.learned = learned(row.ppl.mean, table.floor)
 
 
 def _base_chrf(base_trials: Sequence[Any], dev: DevData) -> float | None:

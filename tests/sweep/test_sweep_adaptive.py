@@ -150,6 +150,25 @@ def test_only_undecided_rows_get_more_seeds_and_a_rerun_adds_none(write_sweep, f
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize("who", ["base", "noisy"])
+def test_rows_that_learned_nothing_get_no_more_seeds_as_the_table_withholds_them(
+    write_sweep, fake_trainer, capsys, who
+):
+    # dev PPL 10^6: far above the tiny corpus's unigram floor, so "not learned" by the table's rule
+    path = write_sweep(rows=ROWS3, fake={**FAKE, who: {"ppl": 1e6, "noise": 0.3}}, seeds={"start": 2, "max": 4})
+    assert main(["sweep", str(path)]) == 0
+    out = capsys.readouterr().out
+    if who == "base":  # every verdict withheld: the seeds end at the first look
+        assert "seeds: base learned nothing (dev PPL" in out
+        assert _seeds_run(path) == {"base": [1, 2], "clear": [1, 2], "noisy": [1, 2]}
+    else:  # the noisy row learned nothing: no verdict to seek, so no more seeds for it
+        assert "undecided row(s)" not in out
+        assert _seeds_run(path) == {"base": [1, 2], "clear": [1, 2], "noisy": [1, 2]}
+    assert main(["table", str(path), "--format", "md"]) == 0
+    assert "not learned" in capsys.readouterr().out
+
+
+@pytest.mark.integration
 @pytest.mark.slurm
 def test_adaptive_seeds_through_slurm_arrays(slurm_cluster, write_sweep):
     launcher = {"name": "slurm", "cpus_per_task": 1, "mem_gb": 1, "timeout_min": 10, "poll_s": 1}

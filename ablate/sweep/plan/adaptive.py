@@ -15,15 +15,22 @@ less early and would stop sooner); it is simple, valid for any number of rows an
 and tests/sweep/test_sweep_adaptive.py measures its error rate by simulation. ``ablate table`` applies the
 same level to an adaptive sweep, so its marks are the decisions the controller made.
 
+Rows that learned nothing (dev PPL not below 0.8 x the unigram floor, :mod:`ablate.stats.learning`) get
+no more seeds, and a base that learned nothing ends the seeds: the table withholds their verdicts, so
+seeds spent on them would buy none. The floor comes from the prepared data where the controller runs;
+without it (a controller on a login node), as in the table, nothing is withheld.
+
 Stateless: each look is computed from the store, so a killed controller resumes like any sweep.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ablate.stats.learning import LEARNED_RATIO, learned
 from ablate.sweep.file.seeds_spec import AdaptiveSeeds
 from ablate.sweep.file.spec import Sweep, Trial, seed_trial
 from ablate.sweep.plan.base import PLANS, Plan
@@ -119,6 +126,26 @@ class SeedsPlan(Plan):
             f"seeds: {spec.start} per row, up to {spec.max} while a row is undecided (each look at alpha/{spec.looks})"
         ]
 
+    _floor: float | None = None
+    _floor_read = False
+
+    def _learned_only(self, by_row: dict[str, dict[int, float]], base: str) -> tuple[dict[str, dict[int, float]], str]:
+        """The rows the table will give a verdict (:mod:`ablate.stats.learning`: those that learned
+        something); a line ending the seeds when base learned nothing (the table withholds every verdict,
+        and more seeds would not give one). Without the data's floor here, every row."""
+        if not self._floor_read:
+            from ablate.data.prepare import floor_of
+
+            config = next((t.config for t in self.sweep.trials if t.row == base), None)
+            self._floor, self._floor_read = (floor_of(config) if config else None), True
+        means = {r: statistics.fmean(v.values()) for r, v in by_row.items() if v}
+        if base in means and learned(means[base], self._floor) is False:
+            return by_row, (
+                f"seeds: base learned nothing (dev PPL {means[base]:.2f} >= {LEARNED_RATIO:g} x the unigram floor "
+                f"{self._floor:.2f}): the table withholds every verdict and more seeds would not give one; done"
+            )
+        return {r: v for r, v in by_row.items() if learned(means.get(r, 0.0), self._floor) is not False}, ""
+
     def step(self, room: int, trials: Sequence[Any]) -> list[str]:
         """Nothing while a trial is waiting or running; at a look, add the next seeds (or end)."""
         if any(v.state in ("waiting", "running") for v in trials):
@@ -132,6 +159,10 @@ class SeedsPlan(Plan):
                 by_row[v.row][v.seed] = float(ppl)
         groups = {t.row: t.group for t in self.sweep.trials}
         base = base_row(self.sweep.rows, groups, {t.row: t.paper for t in self.sweep.trials})
+        by_row, why = self._learned_only(by_row, base)
+        if why:
+            self.more = False
+            return [why]
         margin = float((self.sweep.report.get("equivalence") or {}).get("ppl", 0.02))
         rows = rows_to_extend(spec, by_row, base, self.alpha, margin)
         if not rows:
