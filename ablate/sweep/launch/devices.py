@@ -66,6 +66,12 @@ def check_devices(sweep: Sweep) -> None:
 TRIALS_ON_DEVICE_ENV = "ABLATE_TRIALS_ON_DEVICE"
 
 
+def open_jobs(store: Any, attr: str) -> bool:
+    """Whether a waiting or running attempt of the store was given to a scheduler's job (``attr``: the
+    attribute its launcher records, e.g. ``slurm_job``); one read of the attempts, no trial views."""
+    return store.exists() and any(a.attrs.get(attr) for a in store.attempts() if a.state in ("WAITING", "RUNNING"))
+
+
 def check_packing(cfg: Mapping[str, Any], where: str) -> None:
     """``trials_per_device`` > 1 packs trials of one device each: it cannot combine with devices_per_trial."""
     if cfg.get("trials_per_device", 1) > 1 and cfg.get("devices_per_trial", 1) > 1:

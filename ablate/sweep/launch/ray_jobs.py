@@ -49,6 +49,7 @@ from ablate.sweep.launch.devices import (
     WORKER_MODULE,
     check_devices,
     check_packing,
+    open_jobs,
     shared_needs,
     uses_gpu,
 )
@@ -294,10 +295,10 @@ class RayLauncher(Launcher):
     def reap_detached(cls, sweep: Sweep, store: Any) -> list[str]:
         """``ablate status``: record the jobs Ray says ended, as a controller's poll would; Ray's view of
         each open attempt's job, one line each."""
+        if not open_jobs(store, "ray_job"):  # one light read: most sweeps never ran on Ray
+            return []
         launcher = cls(sweep, store)
         active = [a for a in launcher.active() if a.attrs.get("ray_job")]
-        if not active:
-            return []
         try:
             launcher.poll()
         except SweepError as exc:  # no cluster answers: the heartbeat shows what it can

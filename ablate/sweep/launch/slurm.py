@@ -24,7 +24,7 @@ from ablate.rundir import safe_name
 from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.launch.base import Launcher
-from ablate.sweep.launch.devices import shared_needs
+from ablate.sweep.launch.devices import open_jobs, shared_needs
 from ablate.sweep.launch.registry import LAUNCHERS
 from ablate.sweep.launch.slurm_job import SlurmPack, SlurmTrial
 from ablate.sweep.store.state import Attempt
@@ -130,12 +130,11 @@ class SlurmLauncher(Launcher):
         """Record the jobs of active attempts that ended without saying so (killed in their start-up,
         before any handler was installed; timed out; cancelled): a detached sweep has no controller, and
         its attempts would otherwise show RUNNING or waiting forever. One ``sacct`` call; one line per job."""
-        if shutil.which("sacct") is None:
+        if shutil.which("sacct") is None or not open_jobs(store, "slurm_job"):
             return []
         launcher = cls(sweep, store)
         active = [a for a in launcher.active() if a.attrs.get("slurm_job")]
-        if active:
-            launcher.poll()
+        launcher.poll()
         return [
             f"{a.attrs.get('row')} seed {a.attrs.get('seed')}: SLURM job {a.attrs['slurm_job']} "
             f"{launcher._job_state(a) or 'unknown to sacct'}"
