@@ -156,8 +156,8 @@ COMPILE_CACHE = ".compile-cache"  # beside the sweep's run directories: torch.co
 def share_compile_cache(run_dir: Path) -> None:
     """Point torch.compile's cache (inductor's ``TORCHINDUCTOR_CACHE_DIR``) at the sweep's runs folder,
     so a sweep compiles each shape once, not once per trial and node (its default is this machine's
-    /tmp). A cache the user set is kept. A warm cache shortens a compiled trial's start-up: see
-    benchmarks/bench_compile_cache.py."""
+    /tmp). A cache the user set is kept. Measured on CPU (benchmarks/bench_compile_cache.py, a 2-layer
+    d_model 64 model): the first compiled step took 46.1 s cold and 8.7 s warm, the process 55.5 s vs 15.2 s."""
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(run_dir.parent / COMPILE_CACHE))
 
 
