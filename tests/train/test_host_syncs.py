@@ -16,7 +16,8 @@ from torch.utils.data import DataLoader
 
 from ablate.train.schedule import noam_scheduler
 from ablate.train.system import TranslationSystem
-from tests.train.test_system import copy_batch
+
+from .test_system import copy_batch
 
 SYNC = "aten::_local_scalar_dense"
 
