@@ -95,7 +95,7 @@ class TokenBucketBatchSampler:
         # +1: EOS on the source, BOS (input) / EOS (output) on the target; as long as collate pads them
         self.s = bucket(np.asarray(src_lengths, np.int64) + 1, bucket_ratio, max_len)
         self.t = bucket(np.asarray(tgt_lengths, np.int64) + 1, bucket_ratio, max_len)
-        self.max_tokens, self.seed, self.shuffle = int(max_tokens), int(seed), shuffle
+        self.max_tokens, self.seed, self.shuffle, self.bucketed = int(max_tokens), int(seed), shuffle, bucket_ratio > 1
         self.rank, self.world_size = rank, world_size
         self.epoch, self.position = 0, 0
         order = np.lexsort(self._keys(np.arange(len(self.s))))
@@ -108,8 +108,10 @@ class TokenBucketBatchSampler:
         if not self.shuffle:  # eval: by source length (what decoding cost depends on), then target
             return (t, s)
         m = np.maximum(s, t)
-        rung = np.unique(m, return_inverse=True)[1]  # the snake turns at each distinct length (rung)
-        return (np.where(rung % 2 == 0, t - s, s - t), m)
+        # The snake turns at each length; bucketed lengths are rungs (not consecutive), so there it turns
+        # at each rung. Unbucketed it stays m's parity: the batches every trial before bucketing trained on.
+        turn = np.unique(m, return_inverse=True)[1] if self.bucketed else m
+        return (np.where(turn % 2 == 0, t - s, s - t), m)
 
     # -- epochs ---------------------------------------------------------------------------------
     def num_batches(self) -> int:

@@ -127,3 +127,23 @@ def test_the_data_module_buckets_training_batches_only(tmp_path, monkeypatch):
     assert widths and all(s in rungs and t in rungs for s, t in widths)
     valid = next(iter(dm.val_dataloader()))
     assert valid["src"].shape[1] == int(valid["src"].ne(0).sum(1).max())  # evaluation: exact widths
+
+
+def test_off_the_batches_are_the_ones_trials_trained_on_before_bucketing():
+    """The unbucketed sampler's epochs, against the order as it was written before bucketing existed
+    (sorted by max(S, T), then T - S in a snake turning at each length's parity): a change here would
+    retrain every finished trial on other batches under the same trial id. Lengths with gaps, where a
+    snake turning at each distinct length instead would differ."""
+    gen = np.random.default_rng(1)
+    src = gen.choice([1, 2, 3, 5, 8, 13, 21, 34], 3000)
+    tgt = np.clip(src + gen.integers(-2, 3, 3000), 1, 40)
+    sampler = TokenBucketBatchSampler(src, tgt, 1000, seed=4)
+    s, t = src + 1, tgt + 1
+    rng = np.random.default_rng([4, 2])
+    perm = rng.permutation(len(s))
+    m = np.maximum(s[perm], t[perm])
+    order = perm[np.lexsort((np.where(m % 2 == 0, t[perm] - s[perm], s[perm] - t[perm]), m))]
+    cuts = sampler._cuts
+    batches = [order[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+    expected = [batches[j].tolist() for j in rng.permutation(len(batches))]
+    assert [b.tolist() for b in sampler.epoch_batches(2)] == expected
