@@ -145,7 +145,7 @@ def _check_train(c: _Checker) -> None:
     c.fraction("train.label_smoothing", "train.adam_beta1", "train.adam_beta2")
     keys = ("lr_factor", "warmup_steps", "max_steps", "accumulate_grad_batches", "val_every_steps", "log_every_steps")
     c.positive(*(f"train.{k}" for k in keys))
-    c.positive("train.max_epochs", "train.max_time_minutes", optional=True)
+    c.positive("train.max_epochs", "train.max_time_minutes", "train.global_tokens", optional=True)
     _check_budget(c)
     c.positive("train.adam_eps")
     c.at_least_zero("train.weight_decay", "train.grad_clip", "train.checkpoint_every_steps")

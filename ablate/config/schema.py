@@ -75,6 +75,7 @@ class TrainConfig:
     max_epochs: int | None = None  # stop after this many epochs if reached before max_steps
     max_time_minutes: float | None = None  # stop cleanly after this much wall-clock time
     accumulate_grad_batches: int = 1  # batches per optimizer step (reach ~25k tokens on fewer devices)
+    global_tokens: int | None = None  # tokens a side per optimizer step; set, ablate picks max_tokens and accumulation (config/batch_split.py)
     val_every_steps: int = 1000  # run validation (dev NLL / PPL) every this many optimizer steps
     log_every_steps: int = 50  # log training metrics every this many optimizer steps
     checkpoint_every_steps: int = 0  # also write checkpoints/last.ckpt every this many steps (0 = at validations only)
@@ -137,9 +138,12 @@ ADDED_LATER: dict[str, Any] = {
     "data.bucket_ratio": 0.0,
     "data.batch_multiple": 1,
     "train.compile": False,
+    "train.global_tokens": None,
     "train.epochs": None,
     "train.target_tokens": None,
 }
+# Set, train.global_tokens is the batch; these keys are how a device runs it (ablate's choice), not identity.
+SPLIT_KEYS = ("data.max_tokens", "train.accumulate_grad_batches", "trainer.devices")
 BUDGET_KEYS = ("train.epochs", "train.target_tokens")  # at most one; set, it decides train.max_steps (data/budget.py)
 OPEN_DICTS = ("data.args",)  # free-form mappings: their keys are checked against the corpus's options
 
@@ -176,12 +180,27 @@ def hash_view(data: dict[str, Any]) -> dict[str, Any]:
         node = data.get(section)
         if isinstance(node, Mapping) and name in node and node[name] == default:
             data = {**data, section: {k: v for k, v in node.items() if k != name}}
+    data = _without_split(data)
     model = data.get("model")
     if isinstance(model, Mapping) and model.get("residual") in ("post", "pre"):
         model = dict(model)
         model["norm_placement"] = model.pop("residual")
         data = {**data, "model": model}
     return data
+
+
+def _without_split(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without the keys of its batch split when ``train.global_tokens`` states the batch: the same
+    global batch on one device or on four, in one batch or four accumulated, is the same experiment."""
+    train = data.get("train")
+    if not isinstance(train, Mapping) or train.get("global_tokens") is None:
+        return data
+    out = dict(data)
+    for key in SPLIT_KEYS:
+        section, name = key.split(".")
+        if isinstance(out.get(section), Mapping):
+            out[section] = {k: v for k, v in out[section].items() if k != name}
+    return out
 
 
 def enc_dec_layers(model_cfg: Any) -> tuple[int, int]:

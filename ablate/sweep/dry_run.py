@@ -59,17 +59,22 @@ def dry_run_lines(rows: list[dict[str, Any]], total: Mapping[str, float | None])
     """The dry run's table: per trial its size, budget (steps, epochs, target tokens) and cost."""
     width = max(len(r["row"]) for r in rows)
     gw = max(5, *(len(r["group"]) for r in rows))  # a group name is any string ("combination", ...)
+    planned = any("split" in r for r in rows)  # train.global_tokens: the split and step time per trial
+    sw = max(5, *(len(r.get("split", "")) for r in rows))
     lines = [
         f"{'row':<{width}}  {'group':<{gw}}  paper  seed  {'params':>8}  {'steps':>7}  {'epochs':>6}  "
-        f"{'tgt tok':>7}  {'FLOPs':>8}  {'dev-h':>8}  overrides"
+        f"{'tgt tok':>7}  {'FLOPs':>8}  {'dev-h':>8}  {_plan_head(sw) if planned else ''}overrides"
     ]
     for r in rows:
+        plan = f"{r.get('split', '-'):>{sw}}  {_ms(r.get('step_s')):>8}  " if planned else ""
         lines.append(
             f"{r['row']:<{width}}  {r['group']:<{gw}}  {r['paper'] or '':<5}  {r['seed']:>4}"
             f"  {r['params'] / 1e6:>7.1f}M  {_fmt(r['steps'], ',d'):>7}  {_fmt(r['epochs'], '.1f'):>6}"
             f"  {_tokens(r['target_tokens']):>7}  {_fmt(r['flops'], '.2e'):>8}  {_fmt(r['device_hours'], '.3g'):>8}"
-            f"  {' '.join(r['overrides'])}"
+            f"  {plan}{' '.join(r['overrides'])}"
         )
+    if planned:
+        lines.append(_split_line(rows))
     unknown = [r["row"] for r in rows if r["target_tokens"] is None]
     if unknown:
         lines.append(
@@ -85,6 +90,26 @@ def dry_run_lines(rows: list[dict[str, Any]], total: Mapping[str, float | None])
         )
     lines.append(f"total: {_fmt(total['flops'], '.3g')} FLOPs, {_fmt(total['device_hours'], '.3g')} device-hours")
     return lines
+
+
+def _split_line(rows: list[dict[str, Any]]) -> str:
+    """What the split column means, and the device memory it was planned for."""
+    peaks = [r["peak_gib"] for r in rows if "peak_gib" in r]
+    memory = {r["memory_gb"] for r in rows if "split" in r} - {None}
+    planned_for = f"planned for {', '.join(f'{m:g}' for m in sorted(memory))} GiB a device" if memory else "one batch a device"
+    return (
+        "split (train.global_tokens): devices x tokens a side a batch x accumulated batches, "
+        f"{planned_for} (cost: {{memory_gb: ...}}), predicted peak {min(peaks):.1f}-{max(peaks):.1f} GiB; "
+        "each trial settles its own on its devices, and the split is not part of a trial's id"
+    )
+
+
+def _plan_head(width: int) -> str:
+    return f"{'split':>{width}}  {'step':>8}  "
+
+
+def _ms(seconds: float | None) -> str:
+    return "?" if seconds is None else f"{seconds * 1e3:.3g} ms"
 
 
 def _overhead(assumption: dict) -> str:

@@ -118,6 +118,12 @@ def _resume_point(rd: RunDir) -> tuple[int | None, Path | None]:
     return step, rd.best_ckpt
 
 
+def _say(line: str) -> None:
+    """One ``[train]`` line on the log, from DDP rank zero only."""
+    if _rank_zero():
+        print(f"[train] {line}", file=sys.stderr, flush=True)
+
+
 def _rank_zero() -> bool:
     """Whether this process is DDP rank 0 as its launcher tells it (SLURM, torchrun, Lightning)."""
     ranks = [os.environ.get(k, "0") for k in ("SLURM_PROCID", "RANK", "LOCAL_RANK")]
@@ -139,12 +145,14 @@ def train(
     from ablate.train.final import final_metrics
     from ablate.train.host import keep_freed_memory
     from ablate.train.lengths import check_positions
+    from ablate.train.split import settle_split
     from ablate.train.system import TranslationSystem
     from ablate.train.trainer import build_trainer
 
     t0 = time.monotonic()
     timing: dict[str, float | None] = {"startup_s": _startup_seconds()}
     keep_freed_memory()
+    settle_split(cfg, output_dir, resume, _say)  # train.global_tokens: this machine's batches, before the run dir
     rd, resume_step, resume_from = open_run_dir(cfg, output_dir, resume)
     prepared, budget = _prepare(cfg)
     timing["data_s"] = time.monotonic() - t0

@@ -28,7 +28,7 @@ SWEEP_KEYS = {
     "imports": "user modules that register variants, imported before validation",
     "max_retries": "retries of a crashed trial within one `ablate sweep`",
     "heartbeat": "{interval_s, grace_s}: a RUNNING trial silent for grace_s is reaped",
-    "cost": "{flops_per_second, mfu, step_overhead_s}: throughput assumption of --dry-run",
+    "cost": "{flops_per_second, mfu, step_overhead_s, memory_gb}: throughput and device memory assumed by --dry-run",
     "report": "{equivalence: {ppl: 0.02, bleu: 0.3}}: margins within which a row counts as the same as base",
     "rows": "the rows of the table (optional with search:, which then tunes the experiment as one row)",
     "search": "{metric, direction, n_trials, sampler, pruner, params}: tune each row (ablate.sweep.file.search_spec)",
@@ -36,7 +36,7 @@ SWEEP_KEYS = {
 WANDB_KEYS = ("project", "entity", "mode")
 WANDB_MODES = ("auto", "online", "offline", "disabled")
 HEARTBEAT_KEYS = ("interval_s", "grace_s")
-COST_KEYS = ("flops_per_second", "mfu", "step_overhead_s")
+COST_KEYS = ("flops_per_second", "mfu", "step_overhead_s", "memory_gb")
 
 # ----------------------------------------------------------------------------------------------
 # Small checks shared with the launchers

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ablate.config.batch_split import GIB, Split, split_of
 from ablate.devices import device_kind, devices_of
 from ablate.sweep.file.spec import Sweep, Trial, describe_trial
 from ablate.sweep.plan.budgets import trial_budget
@@ -25,6 +26,10 @@ DEFAULT_COST = {
     "cpu": {"flops_per_second": 1.2e11, "mfu": 0.5, "step_overhead_s": 0.0},
     "gpu": {"flops_per_second": 9.89e14, "mfu": 0.33, "step_overhead_s": 0.0227},
 }
+# The device memory a train.global_tokens split is planned for, unless the sweep file's `cost:` gives
+# memory_gb: 80 GiB, the smallest of the H100 / A100-80GB / H200 class a Table 3 sweep runs on. The CPU
+# is not planned for (one batch a device), as a CPU trial does (ablate/train/split.py).
+DEFAULT_MEMORY_GB = {"cpu": None, "gpu": 80.0}
 
 
 def step_seconds(flops_per_device_step: float, assumption: dict[str, float]) -> float:
@@ -43,15 +48,22 @@ def estimate(sweep: Sweep, t: Trial) -> dict[str, Any]:
     c = t.config
     model, vocab_size = model_section(c["model"]), c["data"]["vocab_size"]
     devices = devices_of(c["trainer"])
-    per_step = c["data"]["max_tokens"] * devices * c["train"]["accumulate_grad_batches"]
-    budget = trial_budget(c)
     kind = device_kind(c["trainer"].get("accelerator"))
     assumption = {**DEFAULT_COST[kind], **sweep.cost}
-    flops = device_s = None
+    split = _split(c, devices, kind, assumption)
+    if split is not None:  # the batches a device of the assumed memory would run (the trial settles its own)
+        c = {**c, "data": {**c["data"], "max_tokens": split.max_tokens}}
+        c["train"] = {**c["train"], "accumulate_grad_batches": split.accumulate}
+    accumulate = c["train"]["accumulate_grad_batches"]
+    per_step = c["data"]["max_tokens"] * devices * accumulate
+    budget = trial_budget(c)
+    flops = device_s = step_s = None
     if budget.steps is not None:
         tokens = float(per_step) * budget.steps
         flops = train_flops(model, vocab_size, tokens, tokens)
-        device_s = step_seconds(flops / budget.steps / devices, assumption) * budget.steps * devices
+        step_s = accumulate * step_seconds(flops / budget.steps / devices / accumulate, assumption)
+        device_s = step_s * budget.steps * devices
+    planned = {} if split is None else _planned(split, step_s)
     return {
         **describe_trial(t),
         "params": int(count_parameters(model, vocab_size)),
@@ -65,4 +77,19 @@ def estimate(sweep: Sweep, t: Trial) -> dict[str, Any]:
         "device_hours": device_s / 3600.0 if device_s is not None else None,
         "wall_hours": device_s / 3600.0 / devices if device_s is not None else None,
         "assumption": {"device": kind, **assumption, "source": "sweep file cost:" if sweep.cost else "default"},
+        **planned,
     }
+
+
+def _planned(split: Split, step_s: float | None) -> dict[str, Any]:
+    """The dry run's figures of a trial's split: its text, predicted peak and step, and the memory it assumed."""
+    memory = None if split.memory_bytes is None else split.memory_bytes / GIB
+    return {"split": split.text(), "peak_gib": split.peak_bytes / GIB, "step_s": step_s, "memory_gb": memory}
+
+
+def _split(config: dict[str, Any], devices: int, kind: str, assumption: dict[str, Any]) -> Split | None:
+    """The split of a trial that states ``train.global_tokens``, for the assumed device memory; else None."""
+    if config["train"].get("global_tokens") is None:
+        return None
+    memory_gb = assumption.get("memory_gb", DEFAULT_MEMORY_GB[kind])
+    return split_of(config, devices, None if memory_gb is None else memory_gb * GIB)
