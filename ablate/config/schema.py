@@ -75,7 +75,9 @@ class TrainConfig:
     max_epochs: int | None = None  # stop after this many epochs if reached before max_steps
     max_time_minutes: float | None = None  # stop cleanly after this much wall-clock time
     accumulate_grad_batches: int = 1  # batches per optimizer step (reach ~25k tokens on fewer devices)
-    global_tokens: int | None = None  # tokens a side per optimizer step; set, ablate picks max_tokens and accumulation (config/batch_split.py)
+    global_tokens: int | None = (
+        None  # tokens a side per optimizer step; set, ablate picks max_tokens and accumulation (config/batch_split.py)
+    )
     val_every_steps: int = 1000  # run validation (dev NLL / PPL) every this many optimizer steps
     log_every_steps: int = 50  # log training metrics every this many optimizer steps
     checkpoint_every_steps: int = 0  # also write checkpoints/last.ckpt every this many steps (0 = at validations only)

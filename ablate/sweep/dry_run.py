@@ -96,7 +96,9 @@ def _split_line(rows: list[dict[str, Any]]) -> str:
     """What the split column means, and the device memory it was planned for."""
     peaks = [r["peak_gib"] for r in rows if "peak_gib" in r]
     memory = {r["memory_gb"] for r in rows if "split" in r} - {None}
-    planned_for = f"planned for {', '.join(f'{m:g}' for m in sorted(memory))} GiB a device" if memory else "one batch a device"
+    planned_for = (
+        f"planned for {', '.join(f'{m:g}' for m in sorted(memory))} GiB a device" if memory else "one batch a device"
+    )
     return (
         "split (train.global_tokens): devices x tokens a side a batch x accumulated batches, "
         f"{planned_for} (cost: {{memory_gb: ...}}), predicted peak {min(peaks):.1f}-{max(peaks):.1f} GiB; "

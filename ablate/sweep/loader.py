@@ -135,8 +135,9 @@ def open_sweep(
     from ablate.sweep.launch import check_launcher
 
     sf = read_sweep_file(path)
+    moved: tuple[str, ...] = ()
     if launcher is not None:
-        sf = replace(sf, launcher=launcher_option(launcher))
+        sf, moved = other_launcher(sf, launcher_option(launcher))
     if max_trials is not None:
         check_size(sf, max_trials)
     check_sweep_file(sf)
@@ -147,13 +148,36 @@ def open_sweep(
     chosen, note = _choose_overrides(overrides, recorded, clear_overrides)
     sweep = expand(sf, chosen)
     check_launcher(sf, sweep.trials)
-    return OpenSweep(sweep, store, (note,) if note else ())
+    return OpenSweep(sweep, store, (*moved, *((note,) if note else ())))
 
 
 def load_results(path: str | Path, overrides: Sequence[str] | None = None) -> list[TrialView]:
     """Every trial of a sweep file (file order, seeds inner) with its state, as the store sees it."""
     opened = open_sweep(path, overrides)
     return trial_states(opened.store, opened.sweep)
+
+
+def other_launcher(sf: SweepFile, chosen: dict[str, Any]) -> tuple[SweepFile, tuple[str, ...]]:
+    """``sf`` on the ``--launcher`` ``chosen``, and a note per row whose ``resources:`` name keys of the
+    file's own launcher that the chosen one does not take (a SLURM time limit on Ray): those are left
+    out, since they were written for the other launcher, and the rest is checked as usual."""
+    from ablate.sweep.launch import LAUNCHERS
+
+    own, name = sf.launcher["name"], chosen["name"]
+    if name == own or name not in LAUNCHERS:  # an unknown name is refused by the launcher check
+        return replace(sf, launcher=chosen), ()
+    keys, rows, notes = LAUNCHERS.get(name).KEYS, [], []
+    for row in sf.rows:
+        resources = row.get("resources") or {}
+        dropped = sorted(str(k) for k in resources if k not in keys) if isinstance(resources, dict) else []
+        if dropped:
+            notes.append(
+                f"row {row.get('name')!r}: resource key(s) {', '.join(dropped)} are for launcher {own}; "
+                f"--launcher {name} leaves them out"
+            )
+            row = {**row, "resources": {k: v for k, v in resources.items() if k in keys}}
+        rows.append(row)
+    return replace(sf, launcher=chosen, rows=tuple(rows)), tuple(notes)
 
 
 def launcher_option(text: str) -> dict[str, Any]:

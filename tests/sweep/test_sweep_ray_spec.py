@@ -92,3 +92,16 @@ def test_a_bad_command_line_launcher_is_one_line(write_sweep, capsys, spec, said
     path = write_sweep()
     assert main(["sweep", str(path), "--dry-run", "--launcher", spec]) == 2
     assert said in one_line_error(capsys)
+
+
+def test_table3_runs_on_ray_without_its_slurm_time_limits(monkeypatch, capsys):
+    """The README's command: sweeps/table3.yaml on Ray. Its big row's SLURM time limit is left out, said once."""
+    from pathlib import Path
+
+    monkeypatch.setitem(sys.modules, "ray.job_submission", None)
+    table3 = Path(__file__).resolve().parents[2] / "sweeps" / "table3.yaml"
+    launcher = "{name: ray, devices_per_trial: 1, cpus_per_trial: 8}"
+    assert main(["sweep", str(table3), "--dry-run", "--launcher", launcher]) == 0
+    out, err = capsys.readouterr()
+    assert "row 'big': resource key(s) timeout_min are for launcher slurm; --launcher ray leaves them out" in err
+    assert "launcher ray" in out.splitlines()[0]
