@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# One call on a lent GPU machine, prepared and tried on CPU first (a lease is minutes, not hours):
-#   1. the throughput benchmark (benchmarks/bench_gpu.py: base and big, eager and compiled);
-#   2. a real trial end to end on the GPU: `ablate train experiments/mini.yaml` (data preparation,
-#      bf16-mixed training through Lightning, dev PPL, beam-search BLEU, W&B offline, metrics.json),
-#      then the same trial with train.compile=true, and with bucketed batches (data.bucket_ratio=1.1,
-#      data.batch_multiple=8: few shapes for cuDNN and the compiler);
-#   3. packed trials (benchmarks/bench_packing.py: 8 mini rows, 1 / 4 / 8 trials at once on the GPU).
-# Time: about 330 + 3 x 120 + 150 s at most (BENCH_S, TRAIN_S, PACK_S); lower them to fit a lease.
-# Usage there:  bash benchmarks/gpu_check.sh OUTDIR   (OUTDIR receives the logs and JSON; at most 8 files)
+# One call on a lent GPU machine, prepared and tried on CPU first (a lease is minutes, not hours).
+# In order of what the open measurements need, each stage under its own time limit (seconds):
+#   1. BENCH_S=240  throughput (benchmarks/bench_gpu.py): base and big at 25,000 tokens a side on one GPU
+#                   (the train.global_tokens split of sweeps/table3.yaml), eager, CUDA graphs, compiled,
+#                   then at 6,250; MFU, peak memory against the split's memory model, the dry run's
+#                   predicted step. The JSON keeps every measurement finished before the limit.
+#   2. GRAPHS_S=90  a real trial with CUDA graphs: `ablate train experiments/mini.yaml` with bucketed
+#                   batches and train.cuda_graphs=true (Lightning, bf16-mixed, dev PPL and BLEU).
+#   3. COLD_S=90, WARM_S=60  the same trial with train.compile=true twice over one empty compile cache:
+#                   the second start-up is the one a sweep's later trials get (runs/<sweep>/.compile-cache).
+#   4. PACK_S=0     (off unless set) packed trials: benchmarks/bench_packing.py, 8 mini rows at 1 / 4 / 8.
+# About 480 s in all by default: under 8 minutes. Lower a stage's limit to fit a shorter lease.
+# Usage there:  bash benchmarks/gpu_check.sh OUTDIR   (OUTDIR receives the logs and JSON; at most 12 files)
 # Packages the machine lacks travel as wheels in .whl/ (installed into a private folder, not its Python).
 set -u
 out=${1:?usage: gpu_check.sh OUTDIR}
+mkdir -p "$out"
 export PYTHONUNBUFFERED=1 WANDB_MODE=offline ABLATE_CACHE=/tmp/ablate-cache
 if compgen -G ".whl/*.whl" >/dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
@@ -23,22 +28,30 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=c
 python3 -c "import torch, lightning; print('torch', torch.__version__, 'lightning', lightning.__version__)"
 uptime
 
-timeout "${BENCH_S:-330}" python3 benchmarks/bench_gpu.py --steps 30 --warmup 10 --out "$out/bench_gpu.json" \
+timeout "${BENCH_S:-240}" python3 benchmarks/bench_gpu.py --steps 20 --warmup 8 --out "$out/bench_gpu.json" \
     2>&1 | tee "$out/bench_gpu.log"
 
-for mode in eager compiled bucketed; do
-    extra="train.compile=false"
-    [ "$mode" = compiled ] && extra="train.compile=true"
-    [ "$mode" = bucketed ] && extra="data.bucket_ratio=1.1 data.batch_multiple=8"
+trial() {  # name, time limit, overrides...: one mini trial, its exit, time and metrics
+    local name=$1 limit=$2
+    shift 2
+    local start
     start=$(date +%s)
-    # shellcheck disable=SC2086
-    timeout "${TRAIN_S:-120}" python3 -m ablate.cli train --output "/tmp/run-$mode" experiments/mini.yaml \
-        $extra logging.output_dir=/tmp/runs >"$out/train_$mode.log" 2>&1
-    echo "train $mode: exit $? in $(($(date +%s) - start)) s"
-    tail -n 4 "$out/train_$mode.log"
-    cp "/tmp/run-$mode/metrics.json" "$out/metrics_$mode.json" 2>/dev/null
-done
-cp /tmp/run-eager/metrics.csv "$out/metrics_eager.csv" 2>/dev/null
+    timeout -k 15 "$limit" python3 -m ablate.cli train --output "/tmp/run-$name" experiments/mini.yaml \
+        logging.output_dir=/tmp/runs "$@" >"$out/train_$name.log" 2>&1
+    echo "train $name: exit $? in $(($(date +%s) - start)) s"
+    tail -n 4 "$out/train_$name.log"
+    cp "/tmp/run-$name/metrics.json" "$out/metrics_$name.json" 2>/dev/null
+}
+buckets="data.bucket_ratio=1.1 data.batch_multiple=8"
+# shellcheck disable=SC2086
+trial graphs "${GRAPHS_S:-90}" $buckets train.cuda_graphs=true
+export TORCHINDUCTOR_CACHE_DIR=/tmp/compile-cache
+rm -rf "$TORCHINDUCTOR_CACHE_DIR"
+# shellcheck disable=SC2086
+trial compiled-cold "${COLD_S:-90}" $buckets train.compile=true
+# shellcheck disable=SC2086
+trial compiled-warm "${WARM_S:-60}" $buckets train.compile=true
+unset TORCHINDUCTOR_CACHE_DIR
 python3 - "$out" <<'EOF'
 import json, sys
 from pathlib import Path
@@ -47,5 +60,7 @@ for p in sorted(Path(sys.argv[1]).glob("metrics_*.json")):
     print(p.stem, {k: m.get(k) for k in ("val/ppl", "val/bleu", "tokens_per_sec", "train_time_s", "step", "startup_s", "eval_time_s")})
 EOF
 
-timeout "${PACK_S:-150}" python3 benchmarks/bench_packing.py --rows 8 --packs 1 4 8 --steps 200 \
-    --out "$out/packing.json" 2>&1 | tee "$out/packing.log"
+if [ "${PACK_S:-0}" -gt 0 ]; then
+    timeout "$PACK_S" python3 benchmarks/bench_packing.py --rows 8 --packs 1 4 8 --steps 200 \
+        --out "$out/packing.json" 2>&1 | tee "$out/packing.log"
+fi

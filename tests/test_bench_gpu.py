@@ -23,3 +23,19 @@ def test_bench_gpu_refuses_on_a_cpu_in_one_line(tmp_path: Path) -> None:
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "no CUDA device" in out.stderr
     assert not (tmp_path / "b.json").exists()
+
+
+@pytest.mark.slow
+def test_bench_gpu_runs_its_three_modes_on_a_cpu_when_allowed(tmp_path: Path) -> None:
+    """The GPU script tried on CPU as far as it goes: every mode's code path, the JSON and the lines."""
+    import json
+
+    tiny = ["model.n_layers=1", "model.d_model=32", "model.d_ff=64", "model.n_heads=2"]
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_gpu.py"), "--allow-cpu", "--models", "base.yaml"]
+    cmd += ["--tokens", "600", "--steps", "2", "--warmup", "3", "--vocab", "300", "--out", str(tmp_path / "b.json")]
+    out = subprocess.run([*cmd, "--experiment-overrides", *tiny], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    results = json.loads((tmp_path / "b.json").read_text())
+    assert [r["mode"] for r in results] == ["eager", "graphs", "compiled"]
+    assert all(r["tgt_tokens_per_s"] > 0 and r["tokens_per_side"] == 600 for r in results)
+    assert out.stdout.count("tgt tok/s") == 3

@@ -139,6 +139,11 @@ def _check_data(c: _Checker) -> None:
     c.positive("data.batch_multiple")
     if 0 < d.bucket_ratio <= 1:
         c.fail("data.bucket_ratio", f"must be 0 (off) or above 1 (1.1: rungs ~10% apart), got {d.bucket_ratio}")
+    if c.get("train.cuda_graphs") and not (d.bucket_ratio > 1 and d.batch_multiple > 1):
+        what = (
+            "captures one graph per batch shape and needs few of them: set data.bucket_ratio=1.1 data.batch_multiple=8"
+        )
+        c.fail("train.cuda_graphs", what)
 
 
 def _check_train(c: _Checker) -> None:

@@ -82,6 +82,7 @@ class TrainConfig:
     log_every_steps: int = 50  # log training metrics every this many optimizer steps
     checkpoint_every_steps: int = 0  # also write checkpoints/last.ckpt every this many steps (0 = at validations only)
     compile: bool = False  # torch.compile the training forward (dynamic shapes); checkpoints load without it
+    cuda_graphs: bool = False  # on CUDA: replay the training step as one CUDA graph per batch shape (needs bucketing)
 
 
 @dataclass
@@ -140,6 +141,7 @@ ADDED_LATER: dict[str, Any] = {
     "data.bucket_ratio": 0.0,
     "data.batch_multiple": 1,
     "train.compile": False,
+    "train.cuda_graphs": False,
     "train.global_tokens": None,
     "train.epochs": None,
     "train.target_tokens": None,

@@ -78,8 +78,15 @@ def check_attention(model_cfg: ModelConfig, device: torch.device, precision: str
 
 
 def fast_path(cfg: Any, trainer: Any) -> None:
-    """At the start of a trial on a GPU: TF32, and (rank 0) the attention-kernel check of the model."""
-    if not enable_tf32() or trainer.strategy.root_device.type != "cuda":
+    """At the start of a trial on a GPU: TF32, and (rank 0) the attention-kernel check of the model.
+    Anywhere: one line when ``train.cuda_graphs`` cannot be honoured (not on CUDA)."""
+    from ablate.train.graphs import graphs_note
+
+    device_type = trainer.strategy.root_device.type
+    note = graphs_note(bool(cfg.train.get("cuda_graphs")), bool(cfg.train.get("compile")), device_type)
+    if note and trainer.is_global_zero:
+        print(note, flush=True)
+    if not enable_tf32() or device_type != "cuda":
         return
     if trainer.is_global_zero:
         check_attention(model_section(cfg.model), trainer.strategy.root_device, str(trainer.precision))

@@ -46,6 +46,7 @@ def system_kwargs(cfg: DictConfig, vocab_size: int) -> dict[str, Any]:
         adam_eps=float(t.adam_eps),
         weight_decay=float(t.weight_decay),
         compile=bool(t.get("compile", False)),
+        cuda_graphs=bool(t.get("cuda_graphs", False)),
     )
 
 

@@ -35,6 +35,7 @@ from ablate.errors import TrainingDiverged
 from ablate.model.build import build_model
 from ablate.rundir import CheckpointUnreadable
 from ablate.train.fast import adam_options
+from ablate.train.graphs import step_features
 from ablate.train.losses import linear_label_smoothed_loss
 from ablate.train.rng import rng_state, set_rng_state
 from ablate.train.schedule import noam_scheduler
@@ -56,6 +57,7 @@ class TranslationSystem(pl.LightningModule):
         adam_eps: float = 1e-9,
         weight_decay: float = 0.0,
         compile: bool = False,
+        cuda_graphs: bool = False,
     ) -> None:
         super().__init__()
         section = model_section(model, "TranslationSystem(model=...)")
@@ -72,21 +74,31 @@ class TranslationSystem(pl.LightningModule):
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         return self.model(src, tgt_in)
 
-    def _real_positions(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    def _real_positions(
+        self, batch: dict[str, torch.Tensor], training: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Decoder hidden states [N, D] and targets [N] at the N real (non-pad) target positions: padded
         positions never pay the V-way projection and softmax."""
         target = batch["tgt_out"]
         real = target != self.model.pad_id
-        hidden = self._training_features()(batch["src"], batch["tgt_in"])
+        hidden = self._features_for(training)(batch["src"], batch["tgt_in"])
         return hidden[real], target[real]
 
-    def _training_features(self) -> Any:
-        """``model.features``, or with ``compile`` its ``torch.compile`` (dynamic shapes: the token buckets'
-        lengths vary from batch to batch and must not recompile each step). The weights stay the model's
-        own, so checkpoints load with or without compile; decoding always runs eager."""
+    def _features_for(self, training: bool) -> Any:
+        """``model.features`` as the step runs it (:func:`ablate.train.graphs.step_features`: eager, compiled
+        or CUDA graphs). The weights stay the model's own, so checkpoints load with or without either;
+        validation under CUDA graphs (exact, unbucketed shapes) and decoding run eager."""
+        if not training and self.hparams.get("cuda_graphs"):
+            return self.model.features
         if self._features is None:
-            fn = self.model.features
-            self._features = torch.compile(fn, dynamic=True) if self.hparams.get("compile") else fn
+            on_cuda = next(self.model.parameters()).is_cuda
+            hp = self.hparams
+            self._features = step_features(
+                self.model.features,
+                compile=bool(hp.get("compile")),
+                cuda_graphs=bool(hp.get("cuda_graphs")),
+                on_cuda=on_cuda,
+            )
         return self._features
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
@@ -157,7 +169,7 @@ class TranslationSystem(pl.LightningModule):
         self.dev_nll.reset()
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
-        hidden, target = self._real_positions(batch)
+        hidden, target = self._real_positions(batch, training=False)
         if target.numel():
             nll = linear_label_smoothed_loss(hidden, self.model.output_weight, target, 0.0)
             self.dev_nll.update(nll.double() / target.numel(), weight=target.numel())

@@ -82,3 +82,22 @@ def losses(run_dir: Path) -> dict[int, float]:
 def labels(run_dir: Path, key: str) -> list[int]:
     """The step labels of the metrics.csv rows that hold ``key``, in file order."""
     return [int(r["step"]) for r in csv_rows(run_dir) if r.get(key)]
+
+
+def step_losses(system, batches) -> list[float]:
+    """Adam steps of ``system`` over ``batches`` as a trial takes them (the fused loss over the real target
+    positions, label smoothing 0.1); the loss of each."""
+    import torch
+
+    from ablate.train.losses import linear_label_smoothed_loss
+
+    opt = torch.optim.Adam(system.parameters(), lr=1e-2)
+    losses = []
+    for batch in batches:
+        hidden, target = system._real_positions(batch)
+        loss = linear_label_smoothed_loss(hidden, system.model.output_weight, target, 0.1) / target.numel()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses

@@ -10,9 +10,10 @@ import torch
 
 from ablate.config import load_config
 from ablate.train.fast import NOT_CUDA, attention_kernel
-from ablate.train.losses import linear_label_smoothed_loss
 from ablate.train.run import system_kwargs
 from ablate.train.system import TranslationSystem
+
+from .conftest import step_losses
 
 TINY = ["model.d_model=16", "model.n_heads=2", "model.d_ff=32", "model.n_layers=1", "model.dropout=0.0"]
 
@@ -21,23 +22,18 @@ def _train(compile_: bool, steps: int = 6) -> tuple[list[float], TranslationSyst
     cfg = load_config(overrides=[*TINY, f"train.compile={str(compile_).lower()}"])
     torch.manual_seed(0)
     system = TranslationSystem(**system_kwargs(cfg, 32))
-    opt = torch.optim.Adam(system.parameters(), lr=1e-2)
     g = torch.Generator().manual_seed(1)
-    losses = []
+    batches = []
     for step in range(steps):
         t = 5 + step  # a new length every step: dynamic shapes, not one compilation per length
-        batch = {
-            "src": torch.randint(4, 32, (3, t + 1), generator=g),
-            "tgt_in": torch.randint(4, 32, (3, t), generator=g),
-            "tgt_out": torch.randint(4, 32, (3, t), generator=g),
-        }
-        hidden, target = system._real_positions(batch)
-        loss = linear_label_smoothed_loss(hidden, system.model.output_weight, target, 0.1) / target.numel()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return losses, system
+        batches.append(
+            {
+                "src": torch.randint(4, 32, (3, t + 1), generator=g),
+                "tgt_in": torch.randint(4, 32, (3, t), generator=g),
+                "tgt_out": torch.randint(4, 32, (3, t), generator=g),
+            }
+        )
+    return step_losses(system, batches), system
 
 
 @pytest.mark.slow
