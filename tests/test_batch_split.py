@@ -109,3 +109,18 @@ def test_the_dry_run_prints_each_trials_split_and_step(tmp_path, capsys):
     big = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("big "))
     tokens, accumulate = re.search(r" 1x([\d,]+)x(\d+) ", big).groups()
     assert int(accumulate) > 1 and int(tokens.replace(",", "")) * int(accumulate) >= 25_000
+
+
+def test_a_global_batch_too_small_or_a_device_too_small_is_one_line_before_anything_runs(tmp_path, capsys):
+    from ablate.cli import main
+
+    with pytest.raises(ConfigError, match="train.global_tokens: 100 cannot hold one pair of max_len=256"):
+        load_config(BASE, ["train.global_tokens=100"])
+    model, params = _model([])
+    with pytest.raises(ConfigError, match="over 512 device"):
+        choose_split(model, VOCAB, params, 25_000, devices=512, memory_bytes=None, min_batch=258)
+    tiny = _variant(tmp_path, "tiny.yaml", lambda d: d.update(cost={"memory_gb": 1}))
+    assert main(["sweep", str(tiny), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "row 'base': train.global_tokens" in err and "memory_gb" in err
+    assert not (tmp_path / ".ablate").exists()

@@ -90,6 +90,11 @@ def choose_split(
     whose memory cannot hold even that is refused in one line (ConfigError).
     """
     per_device = math.ceil(global_tokens / devices)
+    if per_device < min_batch:
+        raise ConfigError(
+            f"train.global_tokens: {global_tokens:,} over {devices} device(s) is {per_device:,} tokens a side a "
+            f"device, less than one training pair may need ({min_batch:,}: data.max_len + 2); use fewer devices"
+        )
     budget = None if memory_bytes is None else MEMORY_USE * memory_bytes
     accumulate = 1
     if budget is not None:

@@ -139,6 +139,10 @@ def _check_data(c: _Checker) -> None:
     c.positive("data.batch_multiple")
     if 0 < d.bucket_ratio <= 1:
         c.fail("data.bucket_ratio", f"must be 0 (off) or above 1 (1.1: rungs ~10% apart), got {d.bucket_ratio}")
+    tokens = c.get("train.global_tokens")
+    if tokens is not None and tokens > 0 and tokens < d.max_len + 2:
+        what = f"{tokens} cannot hold one pair of max_len={d.max_len} (+BOS/EOS)"
+        c.fail("train.global_tokens", what, "data.max_len")
     if c.get("train.cuda_graphs") and not (d.bucket_ratio > 1 and d.batch_multiple > 1):
         what = (
             "captures one graph per batch shape and needs few of them: set data.bucket_ratio=1.1 data.batch_multiple=8"

@@ -11,6 +11,8 @@ from typing import Any
 
 from ablate.config.batch_split import GIB, Split, split_of
 from ablate.devices import device_kind, devices_of
+from ablate.errors import ConfigError
+from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.spec import Sweep, Trial, describe_trial
 from ablate.sweep.plan.budgets import trial_budget
 
@@ -50,7 +52,7 @@ def estimate(sweep: Sweep, t: Trial) -> dict[str, Any]:
     devices = devices_of(c["trainer"])
     kind = device_kind(c["trainer"].get("accelerator"))
     assumption = {**DEFAULT_COST[kind], **sweep.cost}
-    split = _split(c, devices, kind, assumption)
+    split = _split(c, devices, kind, assumption, f"{sweep.path}: row {t.row!r}")
     if split is not None:  # the batches a device of the assumed memory would run (the trial settles its own)
         c = {**c, "data": {**c["data"], "max_tokens": split.max_tokens}}
         c["train"] = {**c["train"], "accumulate_grad_batches": split.accumulate}
@@ -87,9 +89,13 @@ def _planned(split: Split, step_s: float | None) -> dict[str, Any]:
     return {"split": split.text(), "peak_gib": split.peak_bytes / GIB, "step_s": step_s, "memory_gb": memory}
 
 
-def _split(config: dict[str, Any], devices: int, kind: str, assumption: dict[str, Any]) -> Split | None:
+def _split(config: dict[str, Any], devices: int, kind: str, assumption: dict[str, Any], where: str) -> Split | None:
     """The split of a trial that states ``train.global_tokens``, for the assumed device memory; else None."""
     if config["train"].get("global_tokens") is None:
         return None
     memory_gb = assumption.get("memory_gb", DEFAULT_MEMORY_GB[kind])
-    return split_of(config, devices, None if memory_gb is None else memory_gb * GIB)
+    try:
+        return split_of(config, devices, None if memory_gb is None else memory_gb * GIB)
+    except ConfigError as exc:
+        assumed = f" (the dry run plans for {memory_gb:g} GiB a device: cost: {{memory_gb: ...}})" if memory_gb else ""
+        raise SweepError(f"{where}: {exc}{assumed}") from None
