@@ -12,7 +12,6 @@ from typing import Any
 from ablate.config.batch_split import GIB, Split, split_of
 from ablate.devices import device_kind, devices_of
 from ablate.errors import ConfigError
-from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.spec import Sweep, Trial, describe_trial
 from ablate.sweep.plan.budgets import trial_budget
 
@@ -98,4 +97,4 @@ def _split(config: dict[str, Any], devices: int, kind: str, assumption: dict[str
         return split_of(config, devices, None if memory_gb is None else memory_gb * GIB)
     except ConfigError as exc:
         assumed = f" (the dry run plans for {memory_gb:g} GiB a device: cost: {{memory_gb: ...}})" if memory_gb else ""
-        raise SweepError(f"{where}: {exc}{assumed}") from None
+        raise ConfigError(f"{where}: {exc}{assumed}") from None
