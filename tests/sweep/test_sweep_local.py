@@ -111,7 +111,8 @@ def test_kill_9_of_a_trial_is_reaped_retried_and_completes_once(write_sweep):
         proc.kill()
     assert proc.returncode == 0, out.decode()
     attempts = _attempts(path)
-    assert attempts["r0"] == [(0, "FAIL", "crashed"), (1, "COMPLETE", None)]
+    assert attempts["r0"] == [(0, "FAIL", "killed"), (1, "COMPLETE", None)]
+    assert "resuming r0 seed 1 at step" in out.decode() and "(no retry spent)" in out.decode()
     assert attempts["r1"] == [(0, "COMPLETE", None)]
     (r0, r1) = load_results(path)
     starts = [c["start"] for c in calls(r0.run_dir)]

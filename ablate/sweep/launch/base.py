@@ -24,7 +24,7 @@ from ablate.sweep.file.expand import unknown_key
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.launch.progress import ProgressView
 from ablate.sweep.plan import SweepPlan, trial_states
-from ablate.sweep.store.state import FINAL_KINDS, NO_AUTO_RETRY, Attempt, TrialView, count
+from ablate.sweep.store.state import FINAL_KINDS, NO_AUTO_RETRY, Attempt, TrialView, count, free_retry
 from ablate.sweep.store.store import SweepStore
 
 
@@ -129,6 +129,10 @@ class Launcher:
                 # out of memory beside other trials: once more alone on a device, no retry spent
                 if self.store.retry(last, {"alone": True}):
                     said.append(f"retrying {v.row} seed {v.seed} alone on a device: it ran out of memory packed")
+            elif (free := free_retry(last)) is not None:  # killed or stopped from outside: resumes, no retry spent
+                if self.store.retry(last, free):
+                    why = str(last.attrs.get("failure") or last.kind)
+                    said.append(f"resuming {v.row} seed {v.seed} at step {free['resumed_at']} (no retry spent): {why}")
             elif first:  # a new `ablate sweep` retries every failure once, cancelled ones included
                 self.store.retry(last)
             elif last.kind not in NO_AUTO_RETRY and self.retries[last.ablate_id] < self.sweep.max_retries:

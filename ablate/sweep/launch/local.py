@@ -42,6 +42,11 @@ from ablate.sweep.store.state import Attempt
 
 WORKER_COMMAND = (sys.executable, "-m", WORKER_MODULE)
 
+# Signals that end a worker from outside (kill -9, kill, Ctrl-C to its group, a closed terminal): a worker
+# dead by one of these without a word was killed, not crashed, and resumes without spending a retry
+# (ablate.sweep.store.state.free_retry). SIGSEGV, SIGABRT and exit codes stay crashes.
+KILLS = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
 
 def _device_count(gpu: bool) -> int:
     if gpu:
@@ -122,8 +127,17 @@ class LocalLauncher(Launcher):
         return max(1, self.slots * self.per_device // self.per_trial)
 
     def alive(self, attempt: Attempt) -> bool | None:
+        """A child of this controller lives while its process does; a worker of a dead controller of this
+        machine is dead once its process is gone (it would have recorded an end: it was lost, and is
+        reaped now rather than after the heartbeat's grace); anything else: the heartbeat decides."""
         child = self.children.get(attempt.storage_id)
-        return True if child is not None and child.proc.poll() is None else None
+        if child is not None:
+            return True if child.proc.poll() is None else None
+        parts = str(attempt.attrs.get("token", "")).split(":")
+        if parts[:2] == ["local", socket.gethostname()] and len(parts) > 2 and not _pid_alive(parts[2]):
+            pid = attempt.attrs.get("worker_pid")  # not yet recorded: the heartbeat decides
+            return False if pid is not None and not _pid_alive(pid) else None
+        return None
 
     def start(self, waiting: list[Attempt]) -> None:
         held = self._orphan_devices() if waiting else set()
@@ -220,7 +234,7 @@ class LocalLauncher(Launcher):
             if now.state == "RUNNING":  # the worker died before it could record anything
                 how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
                 log = Path(now.attrs["run_dir"]) / "worker.log"
-                self.store.fail(sid, f"worker {how} (log: {log})", "crashed")
+                self.store.fail(sid, f"worker {how} (log: {log})", "killed" if -code in KILLS else "crashed")
         if beat:
             self._last_beat = time.time()
 

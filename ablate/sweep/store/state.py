@@ -27,6 +27,14 @@ STATES = ("done", "pruned", "running", "waiting", "failed")  # pruned: a search 
 # with others (packed): the controller retries it once alone on a device (no retry spent).
 FINAL_KINDS = ("diverged", "duplicate")
 NO_AUTO_RETRY = ("diverged", "duplicate", "cancelled", "error", "oom")
+# Attempts lost from outside the trial: its worker died by a signal without a word ("killed": kill -9,
+# a logout), its controller stopped it ("interrupted": Ctrl-C, SIGTERM), or it vanished with its
+# controller ("stale"). None is the trial's fault, and each resumes from its checkpoint, so the retry
+# spends none of max_retries (:func:`free_retry`) - while the trial keeps making progress: FREE_STALLS
+# such losses in a row without a new step (a kernel out-of-memory kill at start-up, a node that drops it
+# at once) would repeat, and are retried as crashes from then on.
+LOST_KINDS = ("killed", "interrupted", "stale")
+FREE_STALLS = 5
 
 
 # Attributes an attempt is created with, which never change: a retry copies them, and a store read
@@ -46,6 +54,8 @@ IDENTITY_ATTRS = (
     "wandb_id",
     "search",
     "alone",  # a retry of a packed trial that ran out of memory: it takes a device of its own
+    "resumed_at",  # a free retry after a loss from outside: the step its run had reached (free_retry)
+    "stalls",  # ... and how many such losses in a row had reached no new step
 )
 
 
@@ -220,3 +230,14 @@ def count(trials: Iterable[TrialView]) -> dict[str, int]:
     for v in trials:
         out[v.state] += 1
     return out
+
+
+def free_retry(last: Attempt) -> dict[str, Any] | None:
+    """The attributes of a retry that spends no retry, for an attempt lost from outside (``LOST_KINDS``)
+    while its trial still makes progress; None when the retry must spend one (see ``FREE_STALLS``)."""
+    if last.kind not in LOST_KINDS:
+        return None
+    step = int(read_progress(last.attrs.get("run_dir") or "").get("step") or 0)
+    progressed = step > int(last.attrs.get("resumed_at", -1))
+    stalls = 0 if progressed else int(last.attrs.get("stalls", 0)) + 1
+    return None if stalls >= FREE_STALLS else {"resumed_at": step, "stalls": stalls}

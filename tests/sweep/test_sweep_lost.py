@@ -1,0 +1,37 @@
+"""Attempts lost from outside the trial (killed, interrupted, stale) resume without spending a retry while
+the trial makes progress; FREE_STALLS losses in a row at the same step spend retries as crashes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ablate.sweep.store.state import FREE_STALLS, Attempt, free_retry
+
+
+def _lost(run_dir: Path, step: int | None, kind: str = "killed", **attrs) -> Attempt:
+    if step is not None:
+        (run_dir / "progress.json").write_text(json.dumps({"step": step}))
+    return Attempt(1, 1, "FAIL", {"run_dir": str(run_dir), "failure_kind": kind, **attrs})
+
+
+def test_a_kill_with_progress_resumes_for_free(tmp_path):
+    assert free_retry(_lost(tmp_path, None)) == {"resumed_at": 0, "stalls": 0}  # killed before its first step
+    assert free_retry(_lost(tmp_path, 7, resumed_at=3, stalls=2)) == {"resumed_at": 7, "stalls": 0}
+    for kind in ("interrupted", "stale"):
+        assert free_retry(_lost(tmp_path, 7, kind, resumed_at=3)) is not None
+
+
+def test_losses_that_reach_no_new_step_stop_being_free(tmp_path):
+    attrs = {"resumed_at": 7, "stalls": 0}
+    for _ in range(FREE_STALLS - 1):
+        attrs = free_retry(_lost(tmp_path, 7, **attrs))
+        assert attrs is not None and attrs["resumed_at"] == 7
+    assert attrs["stalls"] == FREE_STALLS - 1
+    assert free_retry(_lost(tmp_path, 7, **attrs)) is None  # the next one spends a retry, as a crash does
+    assert free_retry(_lost(tmp_path, 8, **attrs)) == {"resumed_at": 8, "stalls": 0}  # a new step: free again
+
+
+def test_crashes_and_errors_are_never_free(tmp_path):
+    for kind in ("crashed", "error", "oom", "diverged", "cancelled", None):
+        assert free_retry(_lost(tmp_path, 9, kind)) is None
