@@ -65,20 +65,24 @@ class Report:
 
     def lines(self) -> list[str]:
         return [
-            f"faults injected: {sum(self.faults.values())} ({', '.join(f'{k} {v}' for k, v in sorted(self.faults.items()))})",
-            f"attempts lost and resumed: {sum(self.lost.values())} ({', '.join(f'{k} {v}' for k, v in sorted(self.lost.items()))})",
+            f"faults injected: {_counts(self.faults)}",
+            f"attempts lost and resumed: {_counts(self.lost)}",
             f"trials: {self.trials}, metric values compared with the undisturbed run: {self.compared}",
             f"problems: {len(self.problems)}" + "".join(f"\n  {p}" for p in self.problems),
             f"chaos run: {self.seconds:.0f} s",
         ]
 
 
-def write_sweep(folder: Path, trainer: str, rows: int) -> Path:
-    """The sweep file (rows x seeds 1, 2) and its experiment in ``folder``."""
+def _counts(counter: Counter) -> str:
+    return f"{sum(counter.values())} ({', '.join(f'{k} {v}' for k, v in sorted(counter.items()))})"
+
+
+def write_sweep(folder: Path, trainer: str, rows: int, steps: int = 24) -> Path:
+    """The sweep file (rows x seeds 1, 2) and its experiment in ``folder`` (``steps``: a fake trial's)."""
     folder.mkdir(parents=True, exist_ok=True)
     experiment = REAL_EXPERIMENT if trainer == "real" else {**TINY_EXPERIMENT, "train": {**TINY_EXPERIMENT["train"]}}
     if trainer == "fake":
-        experiment["train"]["max_steps"] = 24
+        experiment["train"]["max_steps"] = steps
         (folder / "fake.json").write_text(json.dumps({"*": {"step_s": 0.25, "ppl": 6.0, "noise": 0.2}}))
     (folder / "exp.yaml").write_text(yaml.safe_dump(experiment))
     sweep = {
@@ -190,9 +194,10 @@ def check(calm: Path, chaos: Path, report: Report) -> None:
             report.problems.append(f"{name}: metrics differ from the undisturbed run: {diff}")
 
 
-def run(root: Path, faults: int, seed: int, trainer: str = "fake", rows: int = 10) -> Report:
-    """The undisturbed sweep, then the same sweep under ``faults`` faults; the report of the comparison."""
-    calm, chaos = write_sweep(root / "calm", trainer, rows), write_sweep(root / "chaos", trainer, rows)
+def run(root: Path, faults: int, seed: int, trainer: str = "fake", rows: int = 10, steps: int = 24) -> Report:
+    """The undisturbed sweep, then the same sweep under ``faults`` faults (fewer if it ends first: the
+    report says how many); the report of the comparison."""
+    calm, chaos = (write_sweep(root / name, trainer, rows, steps) for name in ("calm", "chaos"))
     pause = (0.2, 1.2) if trainer == "fake" else (1.0, 6.0)
     with open(root / "calm.log", "wb") as log:
         quiet = controller(calm, trainer, log)
@@ -213,10 +218,11 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--trainer", choices=("fake", "real"), default="fake")
     p.add_argument("--rows", type=int, default=10, help="rows of the sweep (x 2 seeds)")
+    p.add_argument("--steps", type=int, default=60, help="steps of a fake trial (0.25 s each)")
     p.add_argument("--keep", default="", help="a folder to keep the sweeps and logs in (default: a temporary one)")
     args = p.parse_args()
     root = Path(args.keep or tempfile.mkdtemp(prefix="ablate-chaos-"))
-    report = run(root, args.faults, args.seed, args.trainer, args.rows)
+    report = run(root, args.faults, args.seed, args.trainer, args.rows, args.steps)
     print("\n".join(report.lines()))
     print(f"sweeps and logs: {root}")
     return 1 if report.problems else 0
