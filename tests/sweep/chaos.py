@@ -38,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from sweep_harness import TINY_EXPERIMENT, ablate_cmd, fake_env  # noqa: E402
 
+from ablate.sweep.file.errors import SweepError  # noqa: E402
 from ablate.sweep.file.spec import load_sweep  # noqa: E402
 from ablate.sweep.store.state import LOST_KINDS  # noqa: E402
 from ablate.sweep.store.store import SweepStore  # noqa: E402
@@ -107,8 +108,12 @@ def controller(path: Path, trainer: str, log: Any) -> subprocess.Popen:
 
 
 def attempts(path: Path) -> dict[str, list[Any]]:
+    """Each trial's attempts, oldest first (none before the first controller has made the store)."""
     sweep = load_sweep(path)
-    by = SweepStore.for_sweep(sweep).by_trial()
+    try:
+        by = SweepStore.for_sweep(sweep).by_trial()
+    except SweepError:
+        return {}
     return {f"{t.row} seed {t.seed}": by.get(t.trial_id, []) for t in sweep.trials}
 
 
@@ -152,7 +157,8 @@ def drive(path: Path, trainer: str, faults: int, seed: int, log: Any, pause: tup
         time.sleep(rng.uniform(*pause))
         controllers = [c for c in controllers if c.poll() is None]
         if not controllers:  # the sweep ended (or every controller did): go on while faults remain
-            if all(any(a.state == "COMPLETE" for a in v) for v in attempts(path).values()):
+            seen = attempts(path)
+            if seen and all(any(a.state == "COMPLETE" for a in v) for v in seen.values()):
                 break
             controllers.append(controller(path, trainer, log))
             continue
