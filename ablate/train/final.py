@@ -97,9 +97,7 @@ def final_metrics(
             "wall_time_s": time.monotonic() - t0,
             **_timing(timing or {}, monitor.train_seconds, time.monotonic() - t_eval),
             "step": step,
-            "epoch": int(
-                trainer.current_epoch
-            ),  # passes over the training data completed (budget_epochs: the fraction)
+            "epoch": passes_completed(trainer),  # whole passes over the training data (budget_epochs: the fraction)
             **_budget(budget),
             "checkpoint": used,
             "checkpoint_step": used_step,
@@ -110,6 +108,14 @@ def final_metrics(
     )
     rd.write_metrics(metrics)
     return metrics
+
+
+def passes_completed(trainer: Any) -> int:
+    """Whole passes over the training data, from the batch sampler's own state. Not Lightning's
+    ``current_epoch``: it counted a pass cut short by ``max_steps`` as finished (epoch 1 after 2% of one
+    epoch), and the same run resumed from a checkpoint said 0 (found by the chaos run)."""
+    sampler = getattr(getattr(trainer, "datamodule", None), "train_sampler", None)
+    return int(sampler.passes_completed()) if sampler is not None else int(trainer.current_epoch)
 
 
 def _score_splits(cfg: DictConfig, system: Any, prepared: Any, rd: RunDir, dev_nll: Any) -> dict[str, Any]:

@@ -8,12 +8,14 @@ retry was a free resume (no retry of ``max_retries`` spent, which is 0 here, so 
 the trial failed); and every metric of every trial equals the undisturbed run's, bit for bit (timings,
 the resume step and the W&B id aside).
 
-    python tests/sweep/chaos.py [--faults 100] [--seed 0] [--trainer fake|real] [--rows 10]
+    python tests/sweep/chaos.py [--faults 100] [--seed 0] [--trainer fake|real] [--rows 10] [--launcher slurm]
 
 ``fake`` trials are the sweep tests' fake trainer (a few seconds each, metrics fixed by row and seed: the
 bookkeeping is what is tested); ``real`` trials train the tiny model of the real-training sweep test on
-the built-in corpus (minutes: the resumes' bit-identity is tested too). The integration tier runs a
-bounded fake run (tests/sweep/test_chaos.py); the full runs are the command above.
+the built-in corpus (minutes: the resumes' bit-identity is tested too). ``--launcher slurm`` runs the
+trials as SLURM jobs of a cluster on this machine (the shared tools' one: its workers' processes are
+here to kill). The integration tier runs a bounded fake run on each (tests/sweep/test_chaos.py); the
+full runs are the command above.
 """
 
 from __future__ import annotations
@@ -78,7 +80,13 @@ def _counts(counter: Counter) -> str:
     return f"{sum(counter.values())} ({', '.join(f'{k} {v}' for k, v in sorted(counter.items()))})"
 
 
-def write_sweep(folder: Path, trainer: str, rows: int, steps: int = 24) -> Path:
+LAUNCHERS = {
+    "local": {"name": "local", "slots": 2, "poll_s": 0.2},
+    "slurm": {"name": "slurm", "cpus_per_task": 1, "mem_gb": 1, "timeout_min": 10, "poll_s": 1},
+}
+
+
+def write_sweep(folder: Path, trainer: str, rows: int, steps: int = 24, launcher: str = "local") -> Path:
     """The sweep file (rows x seeds 1, 2) and its experiment in ``folder`` (``steps``: a fake trial's)."""
     folder.mkdir(parents=True, exist_ok=True)
     experiment = REAL_EXPERIMENT if trainer == "real" else {**TINY_EXPERIMENT, "train": {**TINY_EXPERIMENT["train"]}}
@@ -90,7 +98,7 @@ def write_sweep(folder: Path, trainer: str, rows: int, steps: int = 24) -> Path:
         "name": "chaos",
         "experiment": "exp.yaml",
         "seeds": [1, 2],
-        "launcher": {"name": "local", "slots": 2, "poll_s": 0.2},
+        "launcher": LAUNCHERS[launcher],
         "heartbeat": {"interval_s": 0.5, "grace_s": 10},
         "wandb": {"mode": "disabled"},
         "max_retries": 0,
@@ -117,6 +125,20 @@ def attempts(path: Path) -> dict[str, list[Any]]:
     return {f"{t.row} seed {t.seed}": by.get(t.trial_id, []) for t in sweep.trials}
 
 
+def running(path: Path) -> list[Any]:
+    return [a for v in attempts(path).values() for a in v if a.state == "RUNNING"]
+
+
+def _worker_pid(attempt: Any) -> int | None:
+    """The process that trains the attempt: the local launcher records it; in a SLURM job, the fake
+    trainer's own record of its last start (the job's task runs it) - both on this machine."""
+    if attempt.attrs.get("worker_pid") is not None:
+        return int(attempt.attrs["worker_pid"])
+    log = Path(attempt.attrs.get("run_dir", "")) / "calls.log"
+    lines = log.read_text().splitlines() if log.is_file() else []
+    return int(json.loads(lines[-1])["pid"]) if lines else None
+
+
 def _alive(pid: Any) -> bool:
     try:
         os.kill(int(pid), 0)
@@ -128,8 +150,7 @@ def _alive(pid: Any) -> bool:
 def inject(kind: str, path: Path, controllers: list, start: Any, rng: random.Random) -> bool:
     """One fault of ``kind``; False when there was nothing to hit (no running worker, one controller max)."""
     if kind == "kill -9 worker":
-        running = [a.attrs.get("worker_pid") for v in attempts(path).values() for a in v if a.state == "RUNNING"]
-        pids = sorted(p for p in running if p is not None and _alive(p))
+        pids = sorted(p for p in map(_worker_pid, running(path)) if p is not None and _alive(p))
         if not pids:
             return False
         os.kill(int(rng.choice(pids)), signal.SIGKILL)
@@ -200,10 +221,12 @@ def check(calm: Path, chaos: Path, report: Report) -> None:
             report.problems.append(f"{name}: metrics differ from the undisturbed run: {diff}")
 
 
-def run(root: Path, faults: int, seed: int, trainer: str = "fake", rows: int = 10, steps: int = 24) -> Report:
+def run(
+    root: Path, faults: int, seed: int, trainer: str = "fake", rows: int = 10, steps: int = 24, launcher: str = "local"
+) -> Report:
     """The undisturbed sweep, then the same sweep under ``faults`` faults (fewer if it ends first: the
     report says how many); the report of the comparison."""
-    calm, chaos = (write_sweep(root / name, trainer, rows, steps) for name in ("calm", "chaos"))
+    calm, chaos = (write_sweep(root / name, trainer, rows, steps, launcher) for name in ("calm", "chaos"))
     pause = (0.2, 1.2) if trainer == "fake" else (1.0, 6.0)
     with open(root / "calm.log", "wb") as log:
         quiet = controller(calm, trainer, log)
@@ -225,10 +248,11 @@ def main() -> int:
     p.add_argument("--trainer", choices=("fake", "real"), default="fake")
     p.add_argument("--rows", type=int, default=10, help="rows of the sweep (x 2 seeds)")
     p.add_argument("--steps", type=int, default=60, help="steps of a fake trial (0.25 s each)")
+    p.add_argument("--launcher", choices=sorted(LAUNCHERS), default="local", help="slurm: a cluster on this machine")
     p.add_argument("--keep", default="", help="a folder to keep the sweeps and logs in (default: a temporary one)")
     args = p.parse_args()
     root = Path(args.keep or tempfile.mkdtemp(prefix="ablate-chaos-"))
-    report = run(root, args.faults, args.seed, args.trainer, args.rows, args.steps)
+    report = run(root, args.faults, args.seed, args.trainer, args.rows, args.steps, args.launcher)
     print("\n".join(report.lines()))
     print(f"sweeps and logs: {root}")
     return 1 if report.problems else 0

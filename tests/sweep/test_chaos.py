@@ -17,3 +17,10 @@ def test_a_chaos_run_loses_nothing_and_spends_no_retry(tmp_path):
     assert sum(report.faults.values()) == 30 and report.trials == 12
     assert report.compared >= 12 * 4  # val/ppl, val/bleu, test/bleu, step (at least) of every trial
     assert sum(report.lost.values()) > 0  # the faults did cost attempts, and each was resumed for free
+
+
+@pytest.mark.slurm
+def test_a_chaos_run_on_a_real_slurm_cluster_loses_nothing(slurm_cluster, tmp_path):
+    report = run(tmp_path, faults=15, seed=1, trainer="fake", rows=4, steps=24, launcher="slurm")
+    assert report.problems == [], "\n".join(report.lines())
+    assert sum(report.faults.values()) >= 10 and report.trials == 8

@@ -35,3 +35,12 @@ def test_losses_that_reach_no_new_step_stop_being_free(tmp_path):
 def test_crashes_and_errors_are_never_free(tmp_path):
     for kind in ("crashed", "error", "oom", "diverged", "cancelled", None):
         assert free_retry(_lost(tmp_path, 9, kind)) is None
+
+
+def test_a_slurm_job_killed_from_outside_is_a_loss_not_a_crash():
+    from ablate.sweep.launch.slurm import ended_kind, exit_signal
+
+    assert [exit_signal(c) for c in ("0:9", "0:15", "1:0", "0:0", "", "junk")] == [9, 15, None, None, None, None]
+    assert ended_kind("FAILED", 9) == "killed" and ended_kind("NODE_FAIL", None) == "killed"
+    assert ended_kind("FAILED", None) == "crashed" and ended_kind("FAILED", 11) == "crashed"  # SIGSEGV: a crash
+    assert ended_kind("CANCELLED", 9) == "cancelled" and ended_kind("TIMEOUT", None) == "timeout"

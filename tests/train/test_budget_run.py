@@ -24,6 +24,7 @@ def test_train_epochs_sets_the_steps_from_the_prepared_data(tmp_path, capsys):
     assert f"[train] budget train.epochs -> {expected:,} steps, 0.1 epochs" in capsys.readouterr().err
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["step"] == expected and metrics["budget"] == "train.epochs"
+    assert metrics["epoch"] == 0  # a tenth of a pass completes none (Lightning's current_epoch said 1)
     assert metrics["budget_epochs"] == pytest.approx(expected / stats.batches)
     assert metrics["budget_target_tokens"] == pytest.approx(expected * stats.target_tokens / stats.batches)
     assert OmegaConf.load(tmp_path / "run" / "config.yaml").train.max_steps == cfg.train.max_steps  # as declared

@@ -16,6 +16,7 @@ import contextlib
 import io
 import json
 import shutil
+import signal
 import subprocess
 from collections.abc import Mapping
 from typing import Any
@@ -28,6 +29,26 @@ from ablate.sweep.launch.devices import open_jobs, shared_needs
 from ablate.sweep.launch.registry import LAUNCHERS
 from ablate.sweep.launch.slurm_job import SlurmPack, SlurmTrial
 from ablate.sweep.store.state import Attempt
+
+# Signals that end a task from outside (kill -9, kill, Ctrl-C, a hang-up): a job FAILED by one of them,
+# or lost with its node, was killed, and resumes without spending a retry (state.free_retry).
+KILLS = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def exit_signal(code: str) -> int | None:
+    """The signal of sacct's ``ExitCode`` (``exit:signal``, ``0:9`` for kill -9), None for none or junk."""
+    _, _, sig = code.strip().partition(":")
+    return int(sig) if sig.isdigit() and int(sig) > 0 else None
+
+
+def ended_kind(state: str, sig: int | None) -> str:
+    """The failure kind of an attempt whose job ended in ``state`` (sacct) by signal ``sig``."""
+    if state == "CANCELLED":
+        return "cancelled"
+    if state == "TIMEOUT":
+        return "timeout"
+    return "killed" if state == "NODE_FAIL" or sig in KILLS else "crashed"
+
 
 # sacct states of a job that may still run the attempt (pending after a requeue counts).
 _ALIVE = {
@@ -149,6 +170,7 @@ class SlurmLauncher(Launcher):
             self.sweep.path.parent / ".ablate" / "slurm" / safe_name(self.sweep.name, fallback="sweep")
         )
         self._states: dict[str, str] = {}
+        self._signals: dict[str, int | None] = {}  # the signal that ended each job, as sacct says
         self.submitted: list[str] = []
 
     # -- job states ----------------------------------------------------------------------------
@@ -163,7 +185,7 @@ class SlurmLauncher(Launcher):
                     "-P",
                     "-X",
                     "-o",
-                    "JobID,State",
+                    "JobID,State,ExitCode",
                     "-j",
                     ",".join(sorted(set(i.split("_")[0] for i in ids))),
                 ],
@@ -175,9 +197,10 @@ class SlurmLauncher(Launcher):
         except (OSError, subprocess.SubprocessError):
             return  # unknown: the heartbeat decides
         for line in out.splitlines():
-            job, _, state = line.partition("|")
+            job, state, code = (line.split("|") + ["", ""])[:3]
             if job and state:
                 self._states[job.strip()] = state.split()[0] if state.split() else state
+                self._signals[job.strip()] = exit_signal(code)
 
     def _job_state(self, attempt: Attempt) -> str | None:
         job = attempt.attrs.get("slurm_job")
@@ -194,7 +217,7 @@ class SlurmLauncher(Launcher):
                 continue
             if state == "TIMEOUT" and a.state == "RUNNING" and a.silent_s() <= grace:
                 continue  # a job that checkpoints at its time limit requeues itself (TIMEOUT -> REQUEUED)
-            kind = "cancelled" if state == "CANCELLED" else ("crashed" if state != "TIMEOUT" else "timeout")
+            kind = ended_kind(state, self._signals.get(str(a.attrs["slurm_job"])))
             self.store.fail(a.storage_id, f"SLURM job {a.attrs['slurm_job']} {state}", kind)
 
     def alive(self, attempt: Attempt) -> bool | None:
