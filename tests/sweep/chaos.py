@@ -48,7 +48,7 @@ from ablate.sweep.store.store import SweepStore  # noqa: E402
 REAL_EXPERIMENT = {  # the real-training sweep test's tiny model, shorter, with a checkpoint every 5 steps
     "model": {"n_layers": 1, "d_model": 32, "d_ff": 64, "n_heads": 2, "max_positions": 128},
     "data": {"corpus": "builtin", "vocab_size": 200, "max_len": 64, "max_tokens": 512, "tokenizer_sample": 2000},
-    "train": {"max_steps": 60, "warmup_steps": 10, "val_every_steps": 30, "log_every_steps": 5},
+    "train": {"max_steps": 150, "warmup_steps": 10, "val_every_steps": 50, "log_every_steps": 5},
     "trainer": {"accelerator": "cpu"},
     "eval": {"beam_size": 1, "bleu_max_sentences": 20, "test": False},
     "logging": {"wandb": "disabled", "progress_bar": False},
@@ -227,7 +227,7 @@ def run(
     """The undisturbed sweep, then the same sweep under ``faults`` faults (fewer if it ends first: the
     report says how many); the report of the comparison."""
     calm, chaos = (write_sweep(root / name, trainer, rows, steps, launcher) for name in ("calm", "chaos"))
-    pause = (0.2, 1.2) if trainer == "fake" else (1.0, 6.0)
+    pause = (0.2, 1.2) if trainer == "fake" else (0.5, 3.0)
     with open(root / "calm.log", "wb") as log:
         quiet = controller(calm, trainer, log)
         if quiet.wait(timeout=3600) != 0:

@@ -15,9 +15,12 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shutil
 import signal
+import socket
 import subprocess
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,6 +38,12 @@ from ablate.sweep.store.state import Attempt
 KILLS = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
+def job_of_token(token: str | None) -> str | None:
+    """The SLURM job id in an attempt's claim token (``slurm:<job>`` or ``slurm:<job>:<i>`` in a pack)."""
+    parts = str(token or "").split(":")
+    return parts[1] if len(parts) > 1 and parts[0] == "slurm" and parts[1] else None
+
+
 def exit_signal(code: str) -> int | None:
     """The signal of sacct's ``ExitCode`` (``exit:signal``, ``0:9`` for kill -9), None for none or junk."""
     _, _, sig = code.strip().partition(":")
@@ -49,6 +58,8 @@ def ended_kind(state: str, sig: int | None) -> str:
         return "timeout"
     return "killed" if state == "NODE_FAIL" or sig in KILLS else "crashed"
 
+
+RESERVE_S = 300.0  # a submit reservation older than this was left by a controller that died submitting
 
 # sacct states of a job that may still run the attempt (pending after a requeue counts).
 _ALIVE = {
@@ -171,6 +182,7 @@ class SlurmLauncher(Launcher):
         )
         self._states: dict[str, str] = {}
         self._signals: dict[str, int | None] = {}  # the signal that ended each job, as sacct says
+        self.submitter = f"{socket.gethostname()}:{os.getpid()}"  # this controller, in submit reservations
         self.submitted: list[str] = []
 
     # -- job states ----------------------------------------------------------------------------
@@ -185,7 +197,7 @@ class SlurmLauncher(Launcher):
                     "-P",
                     "-X",
                     "-o",
-                    "JobID,State,ExitCode",
+                    "JobID,State,ExitCode,DerivedExitCode",
                     "-j",
                     ",".join(sorted(set(i.split("_")[0] for i in ids))),
                 ],
@@ -197,10 +209,11 @@ class SlurmLauncher(Launcher):
         except (OSError, subprocess.SubprocessError):
             return  # unknown: the heartbeat decides
         for line in out.splitlines():
-            job, state, code = (line.split("|") + ["", ""])[:3]
+            job, state, code, derived = (line.split("|") + ["", "", ""])[:4]
             if job and state:
                 self._states[job.strip()] = state.split()[0] if state.split() else state
-                self._signals[job.strip()] = exit_signal(code)
+                # a task killed by a signal shows it in the job's derived code (its steps'), e.g. 0:9
+                self._signals[job.strip()] = exit_signal(code) or exit_signal(derived)
 
     def _job_state(self, attempt: Attempt) -> str | None:
         job = attempt.attrs.get("slurm_job")
@@ -213,7 +226,14 @@ class SlurmLauncher(Launcher):
             state = self._job_state(a)
             if state is None or state in _ALIVE:
                 continue
-            if a.state == "RUNNING" and self.store.get(a.storage_id).state != "RUNNING":
+            now = self.store.get(a.storage_id) if a.state == "RUNNING" else a
+            if now.state != a.state:
+                continue
+            runner = job_of_token(now.attrs.get("token"))
+            if a.state == "RUNNING" and runner and runner != str(a.attrs["slurm_job"]):
+                # Two controllers submitted this attempt at once; the other job claimed it and runs it
+                # (this one found it held and ended): follow the job that runs it.
+                self.store.set_attr(a.storage_id, "slurm_job", runner)
                 continue
             if state == "TIMEOUT" and a.state == "RUNNING" and a.silent_s() <= grace:
                 continue  # a job that checkpoints at its time limit requeues itself (TIMEOUT -> REQUEUED)
@@ -229,7 +249,7 @@ class SlurmLauncher(Launcher):
     # -- submission ----------------------------------------------------------------------------
     def start(self, waiting: list[Attempt]) -> None:
         # An attempt already given to a job waits for it; poll() fails it if that job ends unstarted.
-        todo = [a for a in waiting if not a.attrs.get("slurm_job")]
+        todo = self._reserve([a for a in waiting if not a.attrs.get("slurm_job")])
         if not todo:
             return
         import submitit
@@ -252,6 +272,25 @@ class SlurmLauncher(Launcher):
                     self.store.set_attr(a.storage_id, "slurm_job", str(job.job_id))
                 self._states[str(job.job_id)] = "PENDING"
                 self.submitted.append(str(job.job_id))
+
+    def _reserve(self, attempts: list[Attempt]) -> list[Attempt]:
+        """The attempts this controller may submit: under the store's lock, those that no job holds and no
+        other controller is submitting (a reservation younger than RESERVE_S), each reserved by it. Two
+        controllers on one sweep submitted the same attempt twice without it (found by the chaos run)."""
+        if not attempts:
+            return []
+        mine, now = [], time.time()
+        with self.store.lock():
+            for a in attempts:
+                fresh = self.store.get(a.storage_id)
+                held = fresh.attrs.get("slurm_submitting") or [None, 0.0]
+                if fresh.state != "WAITING" or fresh.attrs.get("slurm_job"):
+                    continue
+                if held[0] not in (None, self.submitter) and now - float(held[1]) < RESERVE_S:
+                    continue
+                self.store.set_attr(a.storage_id, "slurm_submitting", [self.submitter, now])
+                mine.append(a)
+        return mine
 
     def _packs(self, attempts: list[Attempt]) -> list[list[Attempt]]:
         """The array's tasks: one attempt each, or up to ``trials_per_device`` sharing one job's device
