@@ -45,10 +45,10 @@ from ablate.sweep.file.spec import load_sweep  # noqa: E402
 from ablate.sweep.store.state import LOST_KINDS  # noqa: E402
 from ablate.sweep.store.store import SweepStore  # noqa: E402
 
-REAL_EXPERIMENT = {  # the real-training sweep test's tiny model, shorter, with a checkpoint every 5 steps
+REAL_EXPERIMENT = {  # the real-training sweep test's tiny model, with a checkpoint every 5 steps
     "model": {"n_layers": 1, "d_model": 32, "d_ff": 64, "n_heads": 2, "max_positions": 128},
     "data": {"corpus": "builtin", "vocab_size": 200, "max_len": 64, "max_tokens": 512, "tokenizer_sample": 2000},
-    "train": {"max_steps": 150, "warmup_steps": 10, "val_every_steps": 50, "log_every_steps": 5},
+    "train": {"warmup_steps": 10, "val_every_steps": 50, "log_every_steps": 5},  # max_steps: --steps
     "trainer": {"accelerator": "cpu"},
     "eval": {"beam_size": 1, "bleu_max_sentences": 20, "test": False},
     "logging": {"wandb": "disabled", "progress_bar": False},
@@ -89,9 +89,9 @@ LAUNCHERS = {
 def write_sweep(folder: Path, trainer: str, rows: int, steps: int = 24, launcher: str = "local") -> Path:
     """The sweep file (rows x seeds 1, 2) and its experiment in ``folder`` (``steps``: a fake trial's)."""
     folder.mkdir(parents=True, exist_ok=True)
-    experiment = REAL_EXPERIMENT if trainer == "real" else {**TINY_EXPERIMENT, "train": {**TINY_EXPERIMENT["train"]}}
+    experiment = REAL_EXPERIMENT if trainer == "real" else TINY_EXPERIMENT
+    experiment = {**experiment, "train": {**experiment["train"], "max_steps": steps}}
     if trainer == "fake":
-        experiment["train"]["max_steps"] = steps
         (folder / "fake.json").write_text(json.dumps({"*": {"step_s": 0.25, "ppl": 6.0, "noise": 0.2}}))
     (folder / "exp.yaml").write_text(yaml.safe_dump(experiment))
     sweep = {
@@ -247,12 +247,13 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--trainer", choices=("fake", "real"), default="fake")
     p.add_argument("--rows", type=int, default=10, help="rows of the sweep (x 2 seeds)")
-    p.add_argument("--steps", type=int, default=60, help="steps of a fake trial (0.25 s each)")
+    p.add_argument("--steps", type=int, default=0, help="steps of a trial (default: fake 60 of 0.25 s, real 150)")
     p.add_argument("--launcher", choices=sorted(LAUNCHERS), default="local", help="slurm: a cluster on this machine")
     p.add_argument("--keep", default="", help="a folder to keep the sweeps and logs in (default: a temporary one)")
     args = p.parse_args()
     root = Path(args.keep or tempfile.mkdtemp(prefix="ablate-chaos-"))
-    report = run(root, args.faults, args.seed, args.trainer, args.rows, args.steps, args.launcher)
+    steps = args.steps or (60 if args.trainer == "fake" else 150)
+    report = run(root, args.faults, args.seed, args.trainer, args.rows, steps, args.launcher)
     print("\n".join(report.lines()))
     print(f"sweeps and logs: {root}")
     return 1 if report.problems else 0
