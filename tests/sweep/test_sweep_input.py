@@ -237,6 +237,7 @@ def test_sbatch_that_cannot_reach_a_controller_is_one_line_and_leaves_the_trials
     assert "Could not establish a configuration source" in err and "stay waiting" in err
     store = SweepStore.for_sweep(load_sweep(path))
     assert [a.state for a in store.attempts()] == ["WAITING"]
+    assert store.attempts()[0].attrs.get("slurm_submitting") is None  # no reservation left: a rerun submits it
 
 
 def test_report_commands_never_download_a_corpus(write_sweep, capsys, monkeypatch, tmp_path):

@@ -59,7 +59,7 @@ def ended_kind(state: str, sig: int | None) -> str:
     return "killed" if state == "NODE_FAIL" or sig in KILLS else "crashed"
 
 
-RESERVE_S = 300.0  # a submit reservation older than this was left by a controller that died submitting
+RESERVE_S = 120.0  # a submit reservation older than this was left by a controller killed while submitting
 
 # sacct states of a job that may still run the attempt (pending after a requeue counts).
 _ALIVE = {
@@ -266,7 +266,12 @@ class SlurmLauncher(Launcher):
             params.setdefault("timeout_min", 60)
             executor.update_parameters(name=f"ablate-{self.sweep.name}", **params)
             packs = self._packs(attempts)
-            jobs = self._submit(executor, packs)
+            try:
+                jobs = self._submit(executor, packs)
+            except SweepError:  # sbatch refused: free the reservations, so a rerun submits them at once
+                for a in todo:
+                    self.store.set_attr(a.storage_id, "slurm_submitting", None)
+                raise
             for pack, job in zip(packs, jobs):
                 for a in pack:
                     self.store.set_attr(a.storage_id, "slurm_job", str(job.job_id))
