@@ -7,6 +7,10 @@ Each is used because the public route costs what a user would feel, measured:
   10,000-trial sweep, where a controller pass takes 28 ms in all.
 - OmegaConf's child node (``DictConfig._get_node``): ``cfg[key]`` gives the value, and an optional
   section left unset reads as None, losing the schema type that the unknown-key check walks.
+- torch.compile's recompile limit (``torch._dynamo.config.recompile_limit``, 8 a function by default):
+  ``train.cuda_graphs`` compiles one static-shape graph per bucketed batch shape, a few dozen on
+  Multi30k and a few hundred on WMT-sized data, and past the limit every new shape would run eager
+  with only a log line. PyTorch has no public setting for it.
 - sacreBLEU's sentence statistics (``_extract_corpus_statistics``, ``_compute_score_from_stats``): its
   paired bootstrap reports no interval of the difference; computing one from its own resamples needs
   the statistics it extracted, and recomputing them would tokenize every hypothesis a second time.
@@ -24,7 +28,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-TESTED = {"optuna": "5.", "omegaconf": "2.", "sacrebleu": "2."}  # version prefixes the tests ran on
+TESTED = {"optuna": "5.", "omegaconf": "2.", "sacrebleu": "2.", "torch": "2."}  # version prefixes the tests ran on
 
 
 @functools.cache
@@ -85,3 +89,13 @@ def recording_bleu() -> type:
             return super()._extract_corpus_statistics(hypotheses, None)
 
     return RecordingBLEU
+
+
+def raise_recompile_limit(at_least: int) -> int:
+    """torch.compile's per-function recompile limit raised to ``at_least`` (never lowered); returns it."""
+    check_version("torch")
+    import torch._dynamo.config as dynamo_config  # noqa: PLC2701 - see the module doc
+
+    name = "recompile_limit" if hasattr(dynamo_config, "recompile_limit") else "cache_size_limit"
+    setattr(dynamo_config, name, max(int(getattr(dynamo_config, name)), int(at_least)))
+    return int(getattr(dynamo_config, name))

@@ -66,3 +66,17 @@ def test_an_untested_version_warns_once(monkeypatch: pytest.MonkeyPatch) -> None
 def test_the_installed_stack_is_a_tested_one() -> None:
     sp.check_version.cache_clear()
     assert all(sp.check_version(lib) for lib in sp.TESTED)
+
+
+def test_the_recompile_limit_is_raised_never_lowered() -> None:
+    import torch._dynamo.config as dynamo_config
+
+    from ablate.stack_private import raise_recompile_limit
+
+    name = "recompile_limit" if hasattr(dynamo_config, "recompile_limit") else "cache_size_limit"
+    before = getattr(dynamo_config, name)
+    try:
+        assert raise_recompile_limit(before + 100) == before + 100 == getattr(dynamo_config, name)
+        assert raise_recompile_limit(1) == before + 100  # never lowered
+    finally:
+        setattr(dynamo_config, name, before)

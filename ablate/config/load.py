@@ -250,4 +250,8 @@ def model_section(section: Any, source: str = "saved model section") -> ModelCon
 
 
 def save_config(cfg: DictConfig, path: str | Path) -> None:
-    Path(path).write_text(OmegaConf.to_yaml(cfg, resolve=True), encoding="utf-8")
+    """Write the resolved config, atomically: every DDP rank writes a run's config.yaml while others may
+    read it (a resumed run's batch split)."""
+    from ablate.atomic import atomic_write_text
+
+    atomic_write_text(path, OmegaConf.to_yaml(cfg, resolve=True))

@@ -163,11 +163,6 @@ class TokenBucketBatchSampler:
             yield batches[k].tolist()
         self.epoch, self.position = epoch + 1, 0  # a finished epoch moves on, also without set_epoch
 
-    def passes_completed(self) -> int:
-        """Whole passes over the training data this sampler has yielded (a pass that stopped at its last
-        batch without the generator being exhausted counts: it is complete)."""
-        return self.epoch + (1 if self.shuffle and self.position >= len(self) else 0)
-
     # -- resuming -------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, int]:
         return {"epoch": self.epoch, "position": self.position}

@@ -114,8 +114,12 @@ def passes_completed(trainer: Any) -> int:
     """Whole passes over the training data, from the batch sampler's own state. Not Lightning's
     ``current_epoch``: it counted a pass cut short by ``max_steps`` as finished (epoch 1 after 2% of one
     epoch), and the same run resumed from a checkpoint said 0 (found by the chaos run)."""
-    sampler = getattr(getattr(trainer, "datamodule", None), "train_sampler", None)
-    return int(sampler.passes_completed()) if sampler is not None else int(trainer.current_epoch)
+    dm = getattr(trainer, "datamodule", None)
+    sampler = getattr(dm, "train_sampler", None)
+    if sampler is None:
+        return int(trainer.current_epoch)
+    consumed = dm.state_dict()  # batches trained on: the sampler itself runs ahead by Lightning's prefetch
+    return int(consumed["epoch"]) + (1 if int(consumed["position"]) >= len(sampler) else 0)
 
 
 def _score_splits(cfg: DictConfig, system: Any, prepared: Any, rd: RunDir, dev_nll: Any) -> dict[str, Any]:

@@ -22,6 +22,13 @@ from typing import Any
 
 import torch
 
+from ablate.stack_private import raise_recompile_limit
+
+# Shapes a graphed step may compile before torch.compile gives up on new ones (its default is 8): a
+# WMT-sized epoch has ~221 bucketed shapes (benchmarks/bench_shapes.py), Multi30k ~44. Each captured
+# graph holds its own memory pool; the split's memory model does not count it (measure on a GPU).
+GRAPH_SHAPES = 512
+
 
 def step_features(fn: Callable[..., Any], *, compile: bool, cuda_graphs: bool, on_cuda: bool) -> Callable[..., Any]:
     """The training forward ``fn`` as it should run here (see the module docstring)."""
@@ -35,6 +42,7 @@ def step_features(fn: Callable[..., Any], *, compile: bool, cuda_graphs: bool, o
 def graphed(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` compiled to replay one CUDA graph per input shape (on a CPU, inductor compiles the same
     static-shape code without graphs: what the tests can run)."""
+    raise_recompile_limit(GRAPH_SHAPES)  # one compilation per shape; past the limit a shape would run eager
     compiled = torch.compile(fn, mode="reduce-overhead", dynamic=False)
 
     def run(*args: Any) -> Any:

@@ -8,6 +8,7 @@ on another kind of GPU goes on with the same batches).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -38,8 +39,13 @@ def settle_split(cfg: DictConfig, output_dir: str | Path | None, resume: bool, s
         return
     kept = _resumed_split(cfg, output_dir) if resume else None
     if kept is not None:
-        cfg.data.max_tokens, cfg.train.accumulate_grad_batches = kept
-        say(f"batch split: kept from the run being resumed ({kept[0]:,} tokens a side x {kept[1]} accumulated)")
+        max_tokens, accumulate, devices = kept
+        now = devices_of(cfg.trainer, count_visible=True)
+        if now != devices:  # other devices than it started on: the same batches, accumulated to the same step
+            accumulate = max(1, math.ceil(int(cfg.train.global_tokens) / (now * max_tokens)))
+        cfg.data.max_tokens, cfg.train.accumulate_grad_batches = max_tokens, accumulate
+        moved = f"; {devices} -> {now} device(s), so {accumulate} accumulated" if now != devices else ""
+        say(f"batch split: kept from the run being resumed ({max_tokens:,} tokens a side a batch{moved})")
         return
     plain = OmegaConf.to_container(cfg, resolve=True)
     devices = devices_of(cfg.trainer, count_visible=True)
@@ -48,9 +54,9 @@ def settle_split(cfg: DictConfig, output_dir: str | Path | None, resume: bool, s
     say(split.line(int(cfg.train.global_tokens)))
 
 
-def _resumed_split(cfg: DictConfig, output_dir: str | Path | None) -> tuple[int, int] | None:
-    """(max_tokens, accumulate) of the run directory this run resumes, when it holds a checkpoint of the
-    same global batch."""
+def _resumed_split(cfg: DictConfig, output_dir: str | Path | None) -> tuple[int, int, int] | None:
+    """(max_tokens, accumulate, devices) of the run directory this run resumes, when it holds a checkpoint
+    of the same global batch."""
     if output_dir is None:
         return None
     rd = RunDir(output_dir)
@@ -60,4 +66,5 @@ def _resumed_split(cfg: DictConfig, output_dir: str | Path | None) -> tuple[int,
     train, data = saved.get("train") or {}, saved.get("data") or {}
     if train.get("global_tokens") != cfg.train.global_tokens or "max_tokens" not in data:
         return None
-    return int(data["max_tokens"]), int(train.get("accumulate_grad_batches", 1))
+    devices = devices_of(saved.get("trainer") or {}, count_visible=True)
+    return int(data["max_tokens"]), int(train.get("accumulate_grad_batches", 1)), devices

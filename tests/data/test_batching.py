@@ -144,21 +144,3 @@ def test_a_pass_stopped_at_its_last_batch_moves_to_the_next_epoch(lengths) -> No
     resumed = TokenBucketBatchSampler(src, tgt, max_tokens=400, seed=3)
     resumed.load_state_dict({"epoch": 2, "position": n})  # saved after an epoch's last batch
     assert next(iter(resumed)) == sampler.epoch_batches(3)[0].tolist()
-
-
-def test_passes_completed_counts_whole_passes_only(lengths) -> None:
-    import itertools
-
-    src, tgt = lengths
-    sampler = TokenBucketBatchSampler(src, tgt, max_tokens=400, seed=3)
-    n = len(sampler)
-    assert sampler.passes_completed() == 0
-    list(itertools.islice(iter(sampler), n - 1))
-    assert sampler.passes_completed() == 0  # one batch short of a pass
-    list(itertools.islice(iter(sampler), 1))  # its last batch, the generator not exhausted (as Lightning)
-    assert sampler.passes_completed() == 1
-    list(iter(sampler))  # a second pass, exhausted
-    assert sampler.passes_completed() == 2
-    resumed = TokenBucketBatchSampler(src, tgt, max_tokens=400, seed=3)
-    resumed.load_state_dict({"epoch": 1, "position": 3})
-    assert resumed.passes_completed() == 1

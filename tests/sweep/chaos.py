@@ -54,6 +54,7 @@ REAL_EXPERIMENT = {  # the real-training sweep test's tiny model, with a checkpo
     "logging": {"wandb": "disabled", "progress_bar": False},
 }
 REAL_EXPERIMENT["train"]["checkpoint_every_steps"] = 5
+DEADLINE_S = 3600.0  # the faults' phase of a run; a sweep that never ends fails the run instead of hanging it
 NOT_COMPARED = ("resumed_from", "wandb_run_id", "tokens_per_sec", "run_dir", "attempt")  # and every timing (*_s)
 
 
@@ -174,7 +175,10 @@ def drive(path: Path, trainer: str, faults: int, seed: int, log: Any, pause: tup
     kinds = ["kill -9 worker"] * 3 + ["kill -9 controller", "SIGTERM controller", "second controller"]
     done: Counter = Counter()
     controllers = [controller(path, trainer, log)]
+    deadline = time.time() + DEADLINE_S
     while sum(done.values()) < faults:
+        if time.time() > deadline:
+            raise RuntimeError(f"the chaos run did not end in {DEADLINE_S:.0f} s: see {log.name}")
         time.sleep(rng.uniform(*pause))
         controllers = [c for c in controllers if c.poll() is None]
         if not controllers:  # the sweep ended (or every controller did): go on while faults remain

@@ -30,6 +30,8 @@ def test_losses_that_reach_no_new_step_stop_being_free(tmp_path):
     assert attrs["stalls"] == FREE_STALLS - 1
     assert free_retry(_lost(tmp_path, 7, **attrs)) is None  # the next one spends a retry, as a crash does
     assert free_retry(_lost(tmp_path, 8, **attrs)) == {"resumed_at": 8, "stalls": 0}  # a new step: free again
+    # killed between two checkpoints: the run re-logs steps it had reached before; those are no progress
+    assert free_retry(_lost(tmp_path, 5, resumed_at=7, stalls=0)) == {"resumed_at": 7, "stalls": 1}
 
 
 def test_crashes_and_errors_are_never_free(tmp_path):
@@ -44,3 +46,22 @@ def test_a_slurm_job_killed_from_outside_is_a_loss_not_a_crash():
     assert ended_kind("FAILED", 9) == "killed" and ended_kind("NODE_FAIL", None) == "killed"
     assert ended_kind("FAILED", None) == "crashed" and ended_kind("FAILED", 11) == "crashed"  # SIGSEGV: a crash
     assert ended_kind("CANCELLED", 9) == "cancelled" and ended_kind("TIMEOUT", None) == "timeout"
+    assert ended_kind("OUT_OF_MEMORY", 9) == "oom"  # SLURM's memory limit: it would repeat, not a kill
+
+
+def test_a_retry_does_not_carry_a_free_retrys_marks(write_sweep):
+    """A retry that spends one (after a crash) carries no mark of a free one, so the marks tell them apart."""
+    from ablate.sweep.file.spec import load_sweep
+    from ablate.sweep.store.store import SweepStore
+
+    sweep = load_sweep(write_sweep())
+    store = SweepStore.for_sweep(sweep)
+    store.sync(sweep)
+    (first,) = store.attempts()
+    store.fail(first.storage_id, "killed", "killed")
+    assert store.retry(store.get(first.storage_id), {"resumed_at": 4, "stalls": 0})
+    second = store.attempts()[-1]
+    assert second.attrs["resumed_at"] == 4
+    store.fail(second.storage_id, "boom", "crashed")
+    assert store.retry(store.get(second.storage_id))
+    assert "resumed_at" not in store.attempts()[-1].attrs and "stalls" not in store.attempts()[-1].attrs

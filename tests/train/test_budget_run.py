@@ -28,3 +28,14 @@ def test_train_epochs_sets_the_steps_from_the_prepared_data(tmp_path, capsys):
     assert metrics["budget_epochs"] == pytest.approx(expected / stats.batches)
     assert metrics["budget_target_tokens"] == pytest.approx(expected * stats.target_tokens / stats.batches)
     assert OmegaConf.load(tmp_path / "run" / "config.yaml").train.max_steps == cfg.train.max_steps  # as declared
+
+
+def test_epoch_counts_whole_passes_trained_on(tmp_path):
+    """One pass is 1; one step short of it is 0, although Lightning's prefetch has drawn the pass's last
+    batch from the sampler by then (the count is of batches trained on)."""
+    run = [*TINY_RUN, "train.val_every_steps=1000", "eval.bleu_max_sentences=2", "eval.test=false"]
+    batches = prepare_data(load_config(MINI, run).data, progress=False).epoch_stats(600).batches
+    for steps, passes in ((batches, 1), (batches - 1, 0)):
+        out = tmp_path / f"run{steps}"
+        assert main(["train", str(MINI), *run, f"train.max_steps={steps}", "--output", str(out)]) == 0
+        assert json.loads((out / "metrics.json").read_text())["epoch"] == passes, steps

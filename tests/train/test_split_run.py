@@ -38,7 +38,24 @@ def test_a_run_splits_its_global_batch_and_keeps_the_split_on_resume(tmp_path, c
 
     monkeypatch.setattr(split_module, "device_memory_bytes", lambda accelerator: None)  # another machine
     assert main(["train", str(MINI), *RUN, "train.max_steps=6", "--output", str(out)]) == 0
-    assert "batch split: kept from the run being resumed (600 tokens a side x 2 accumulated)" in capsys.readouterr().err
+    assert "batch split: kept from the run being resumed (600 tokens a side a batch)" in capsys.readouterr().err
     saved = OmegaConf.load(out / "config.yaml")
     assert (saved.data.max_tokens, saved.train.accumulate_grad_batches) == (600, 2)
     assert json.loads((out / "metrics.json").read_text())["step"] == 6
+
+
+def test_a_run_resumed_on_fewer_devices_keeps_its_batches_and_its_global_batch(tmp_path):
+    from ablate.config import save_config
+    from ablate.train.split import settle_split
+
+    started = load_config(MINI, [*RUN, "trainer.devices=4", "data.max_tokens=300", "train.accumulate_grad_batches=1"])
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "last.ckpt").write_bytes(b"a checkpoint")
+    save_config(started, tmp_path / "config.yaml")
+    now = load_config(MINI, [*RUN, "trainer.devices=1"])
+    said: list[str] = []
+    settle_split(now, tmp_path, True, said.append)
+    assert (now.data.max_tokens, now.train.accumulate_grad_batches) == (300, 4)  # 1 x 300 x 4 = 1,200 a step
+    assert said == [
+        "batch split: kept from the run being resumed (300 tokens a side a batch; 4 -> 1 device(s), so 4 accumulated)"
+    ]

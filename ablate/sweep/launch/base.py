@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ablate.errors import AblateError
 from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.expand import unknown_key
 from ablate.sweep.file.spec import Sweep
@@ -169,7 +170,11 @@ class Launcher:
             self._cost_cache = {}
         for t in self.sweep.trials:  # a search adds trials as it samples them
             if t.trial_id not in self._cost_cache:
-                self._cost_cache[t.trial_id] = float(estimate(self.sweep, t)["flops"] or 0.0)  # None: not known yet
+                try:
+                    flops = estimate(self.sweep, t)["flops"]  # None: not known yet
+                except AblateError:  # the dry run's assumptions refuse it (cost: memory_gb); the trial decides
+                    flops = None
+                self._cost_cache[t.trial_id] = float(flops or 0.0)
         return self._cost_cache
 
     def run(self, detach: bool = False, view: ProgressView | None = None) -> dict[str, int]:

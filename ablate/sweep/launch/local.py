@@ -128,15 +128,18 @@ class LocalLauncher(Launcher):
 
     def alive(self, attempt: Attempt) -> bool | None:
         """A child of this controller lives while its process does; a worker of a dead controller of this
-        machine is dead once its process is gone (it would have recorded an end: it was lost, and is
-        reaped now rather than after the heartbeat's grace); anything else: the heartbeat decides."""
+        machine is dead once its process is gone and it has missed two heartbeats (it would have
+        recorded an end: it was lost, and is reaped now rather than after the heartbeat's grace; the two
+        beats keep a worker whose process this controller cannot see, in another container of the same
+        host name, from being taken for dead); anything else: the heartbeat decides."""
         child = self.children.get(attempt.storage_id)
         if child is not None:
             return True if child.proc.poll() is None else None
         parts = str(attempt.attrs.get("token", "")).split(":")
         if parts[:2] == ["local", socket.gethostname()] and len(parts) > 2 and not _pid_alive(parts[2]):
             pid = attempt.attrs.get("worker_pid")  # not yet recorded: the heartbeat decides
-            return False if pid is not None and not _pid_alive(pid) else None
+            missed = attempt.silent_s() > 2 * float(self.sweep.heartbeat["interval_s"])
+            return False if pid is not None and not _pid_alive(pid) and missed else None
         return None
 
     def start(self, waiting: list[Attempt]) -> None:

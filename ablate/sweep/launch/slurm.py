@@ -56,6 +56,8 @@ def ended_kind(state: str, sig: int | None) -> str:
         return "cancelled"
     if state == "TIMEOUT":
         return "timeout"
+    if state == "OUT_OF_MEMORY":  # SLURM's memory limit killed it (with SIGKILL): it would repeat
+        return "oom"
     return "killed" if state == "NODE_FAIL" or sig in KILLS else "crashed"
 
 
@@ -226,19 +228,20 @@ class SlurmLauncher(Launcher):
             state = self._job_state(a)
             if state is None or state in _ALIVE:
                 continue
-            now = self.store.get(a.storage_id) if a.state == "RUNNING" else a
-            if now.state != a.state:
+            job = str(a.attrs["slurm_job"])
+            now = self.store.get(a.storage_id)  # afresh: the pass's snapshot may predate a claim
+            if now.state not in ("WAITING", "RUNNING"):
                 continue
             runner = job_of_token(now.attrs.get("token"))
-            if a.state == "RUNNING" and runner and runner != str(a.attrs["slurm_job"]):
+            if now.state == "RUNNING" and runner and runner != job:
                 # Two controllers submitted this attempt at once; the other job claimed it and runs it
                 # (this one found it held and ended): follow the job that runs it.
                 self.store.set_attr(a.storage_id, "slurm_job", runner)
                 continue
-            if state == "TIMEOUT" and a.state == "RUNNING" and a.silent_s() <= grace:
+            if state == "TIMEOUT" and now.state == "RUNNING" and now.silent_s() <= grace:
                 continue  # a job that checkpoints at its time limit requeues itself (TIMEOUT -> REQUEUED)
-            kind = ended_kind(state, self._signals.get(str(a.attrs["slurm_job"])))
-            self.store.fail(a.storage_id, f"SLURM job {a.attrs['slurm_job']} {state}", kind)
+            kind = ended_kind(state, self._signals.get(job))
+            self.store.fail(a.storage_id, f"SLURM job {job} {state}", kind)
 
     def alive(self, attempt: Attempt) -> bool | None:
         state = self._job_state(attempt)

@@ -54,9 +54,10 @@ IDENTITY_ATTRS = (
     "wandb_id",
     "search",
     "alone",  # a retry of a packed trial that ran out of memory: it takes a device of its own
-    "resumed_at",  # a free retry after a loss from outside: the step its run had reached (free_retry)
-    "stalls",  # ... and how many such losses in a row had reached no new step
+    "resumed_at",  # a free retry after a loss from outside: the furthest step its run had reached
+    "stalls",  # ... and how many such losses in a row had reached no new step (see FREE_ATTRS)
 )
+FREE_ATTRS = ("resumed_at", "stalls")  # a free retry's marks: given by free_retry, never copied by a retry
 
 
 @dataclass
@@ -238,6 +239,8 @@ def free_retry(last: Attempt) -> dict[str, Any] | None:
     if last.kind not in LOST_KINDS:
         return None
     step = int(read_progress(last.attrs.get("run_dir") or "").get("step") or 0)
-    progressed = step > int(last.attrs.get("resumed_at", -1))
-    stalls = 0 if progressed else int(last.attrs.get("stalls", 0)) + 1
-    return None if stalls >= FREE_STALLS else {"resumed_at": step, "stalls": stalls}
+    best = int(last.attrs.get("resumed_at", -1))  # the furthest step any earlier loss had reached
+    # Progress is a step beyond the furthest reached: killed between two checkpoints again and again, a
+    # run re-logs steps it had logged before, and those do not count (the stalls then run out).
+    stalls = 0 if step > best else int(last.attrs.get("stalls", 0)) + 1
+    return None if stalls >= FREE_STALLS else {"resumed_at": max(step, best), "stalls": stalls}

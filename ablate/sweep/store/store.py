@@ -42,7 +42,7 @@ from ablate.sweep.file.spec import Sweep, SweepFile, Trial
 from ablate.sweep.store.location import file_of, store_url
 from ablate.sweep.store.opening import open_store, optuna_storage, read_study_attrs
 from ablate.sweep.store.reads import AttemptReader, by_trial
-from ablate.sweep.store.state import IDENTITY_ATTRS, Attempt
+from ablate.sweep.store.state import FREE_ATTRS, IDENTITY_ATTRS, Attempt
 
 OVERRIDES_ATTR = "overrides"  # study user attribute: command-line overrides of the last `ablate sweep`
 FILE_ATTR = "file"  # study user attribute: the sweep file the last `ablate sweep` ran (absolute path)
@@ -237,7 +237,7 @@ class SweepStore:
             for a in self.by_trial().get(previous.ablate_id, []):
                 if a.attempt > previous.attempt or a.state in ("WAITING", "RUNNING", "COMPLETE"):
                     return False
-            keep = {k: v for k, v in previous.attrs.items() if k in IDENTITY_ATTRS}
+            keep = {k: v for k, v in previous.attrs.items() if k in IDENTITY_ATTRS and k not in FREE_ATTRS}
             self._create({**keep, **dict(extra or {})}, attempt=previous.attempt + 1)
         return True
 
