@@ -1,31 +1,33 @@
-"""The fast commands' wall time: prints medians, asserts nothing.
+"""The read commands' wall time against their budgets: prints medians and ratios, asserts nothing.
 
-    python benchmarks/bench_commands.py                       # sweeps/table3-mini.yaml
-    python benchmarks/bench_commands.py sweeps/table3.yaml --repeats 9
+    python benchmarks/bench_commands.py                            # every store below, 5 runs each
+    python benchmarks/bench_commands.py --against ../old-checkout  # and the same from another checkout
+    python benchmarks/bench_commands.py --sizes 1000 --keep /tmp/stores   # fewer stores, kept for later
 
-Runs each command as a user does (a fresh ``ablate`` process each time) ``--repeats`` times and prints
-the median and the range, with the machine's load average:
+Each command runs as a user runs it: a fresh ``python -m ablate`` process, imports included, the median
+of ``--repeats``. The stores:
 
-- ``ablate status <sweep>`` and ``ablate table <sweep>`` (on the sweep's store: run the sweep first for
-  the numbers that matter; on an empty store they show the waiting rows),
-- ``ablate sweep <sweep> --dry-run`` on the file as written and on a copy with seeds [1, 2, 3],
-- a rerun, ``ablate sweep <sweep>``, only when every trial of the store is done (it launches nothing
-  then; otherwise it would train, so it is skipped with a note).
+- ``mini, unrun``: a copy of ``sweeps/table3-mini.yaml`` (20 rows), no store yet;
+- ``mini, finished``: the same copy after ``ablate sweep`` ran it to the end with the sweep tests' fake
+  trainer (real worker processes, real run directories and metrics files; milliseconds a trial);
+- ``N trials``: one row at N seeds over the sweep tests' tiny experiment, in a real SQLite store whose
+  attempts are set as a long sweep has them (60% finished, 10% failed and retried, 10% running, the
+  rest waiting; benchmarks/bench_controller.py builds them).
 
-Target: each under 1.5 s for the 20-row mini sweep with 3 seeds.
+Commands: ``status``, ``table`` and ``sweep --dry-run``. Budgets (2-core machine, load < 1): the mini
+sweep 0.5 s for status and the dry run, 0.8 s for the table; 1.5 s at 1,000 trials; 2 s at 10,000.
 
-    python benchmarks/bench_commands.py --against ../old-checkout   # this code against another checkout
-
-``--against DIR`` runs every command also from ``DIR`` (another checkout of ablate, e.g. a ``git
-worktree`` of an older commit: ``python -m ablate`` imports the package of the working directory),
-alternating the two run by run, and prints both medians and their ratio (other / this).
+``--against DIR`` runs every command also from ``DIR`` (another checkout of ablate, e.g. ``git worktree
+add ../old <commit>``: ``python -m ablate`` imports the package of its working directory), alternating
+the two run by run on the same stores, and prints the other's median and its ratio (other / this).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -36,11 +38,16 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "sweep"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+BUDGETS = {"mini": {"status": 0.5, "table": 0.8, "sweep --dry-run": 0.5}, 1000: 1.5, 10000: 2.0}
 
 
 def once(cmd: list[str], cwd: Path) -> tuple[float, int]:
     t = time.perf_counter()
-    rc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+    env = {**os.environ, "WANDB_MODE": "disabled"}
+    rc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env).returncode
     return time.perf_counter() - t, rc
 
 
@@ -55,48 +62,83 @@ def timed(cmd: list[str], repeats: int, cwds: list[Path]) -> list[tuple[float, f
     return [(statistics.median(t), min(t), max(t), rc) for t, rc in zip(times, rcs)]
 
 
-def all_done(sweep: Path) -> bool:
-    """True when `ablate status` says every trial is done (first line: "sweep X: N done, 0 running, ...")."""
-    out = subprocess.run([sys.executable, "-m", "ablate", "status", str(sweep)], capture_output=True, text=True)
-    m = re.search(r"(\d+) done, (\d+) running, (\d+) waiting, (\d+) failed", out.stdout)
-    return bool(m) and int(m.group(1)) > 0 and m.group(2) == m.group(3) == m.group(4) == "0"
+def mini_copy(folder: Path) -> Path:
+    """sweeps/table3-mini.yaml in ``folder`` (its store and runs go there), the experiment path absolute."""
+    src = ROOT / "sweeps" / "table3-mini.yaml"
+    spec = yaml.safe_load(src.read_text())
+    spec["experiment"] = str((src.parent / spec["experiment"]).resolve())
+    spec["wandb"] = {"mode": "disabled"}
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / src.name
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def finished_mini(folder: Path) -> Path:
+    """The mini sweep run to its end by the fake trainer (a dev PPL per row that differs by row)."""
+    from sweep_harness import ablate_cmd, fake_env
+
+    path = mini_copy(folder)
+    (folder / "fake.json").write_text(json.dumps({"*": {"ppl": 12.0, "noise": 0.4}}))
+    done = subprocess.run(ablate_cmd("sweep", str(path)), env=fake_env(), cwd=folder, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"the fake run of the mini sweep failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return path
+
+
+def stores(folder: Path, sizes: list[int]) -> list[tuple[str, object, Path]]:
+    """(label, budget key, sweep file) of every store measured, built in ``folder`` unless already there."""
+    from bench_controller import build_store
+
+    out: list[tuple[str, object, Path]] = [("mini, unrun", "mini", mini_copy(folder / "unrun"))]
+    finished = folder / "finished" / "table3-mini.yaml"
+    out.append(("mini, finished", "mini", finished if finished.exists() else finished_mini(folder / "finished")))
+    for n in sizes:
+        sub = folder / f"n{n}"
+        if not (sub / f"n{n}.yaml").exists():
+            sub.mkdir(parents=True, exist_ok=True)
+            print(f"(building a store of {n:,} trials)", flush=True)
+            build_store(sub, n)
+        out.append((f"{n:,} trials", n, sub / f"n{n}.yaml"))
+    return out
+
+
+def budget_of(key: object, command: str) -> float:
+    value = BUDGETS[key]  # type: ignore[index]
+    return value[command] if isinstance(value, dict) else value
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("sweep", nargs="?", default=str(ROOT / "sweeps" / "table3-mini.yaml"))
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--sizes", type=int, nargs="*", default=[1000, 10000], help="stores of N trials (1000, 10000)")
     p.add_argument("--against", type=Path, help="another checkout of ablate to time the same commands from")
+    p.add_argument("--keep", type=Path, help="build the stores in this folder and reuse them in later runs")
     args = p.parse_args()
     cwds = [ROOT, *([args.against.resolve()] if args.against else [])]
-    sweep = Path(args.sweep).resolve()
-    ablate = [sys.executable, "-m", "ablate"]
-    spec = yaml.safe_load(sweep.read_text())
-    with tempfile.TemporaryDirectory() as tmp:
-        three = Path(tmp) / sweep.name
-        spec["seeds"] = [1, 2, 3]
-        if "experiment" in spec:
-            spec["experiment"] = str((sweep.parent / spec["experiment"]).resolve())
-        three.write_text(yaml.safe_dump(spec, sort_keys=False))
-        cases = [
-            ("status", [*ablate, "status", str(sweep)]),
-            ("table", [*ablate, "table", str(sweep)]),
-            ("sweep --dry-run", [*ablate, "sweep", str(sweep), "--dry-run"]),
-            ("sweep --dry-run, 3 seeds", [*ablate, "sweep", str(three), "--dry-run"]),
-        ]
-        if all_done(sweep):
-            cases.append(("rerun of the finished sweep", [*ablate, "sweep", str(sweep)]))
-        else:
-            print("(rerun skipped: not every trial of the store is done; run the sweep first)")
-        print(f"{sweep.name}: {args.repeats} runs each, fresh processes; load average {os.getloadavg()[0]:.2f}")
-        for name, cmd in cases:
-            results = timed(cmd, args.repeats, cwds)
-            med, lo, hi, rc = results[0]
-            line = f"  {name:<30} median {med:5.2f} s  (min {lo:.2f}, max {hi:.2f}; exit {rc})"
-            if len(results) > 1:
-                other = results[1]
-                line += f"   {args.against.name}: {other[0]:5.2f} s (exit {other[3]}), ratio {other[0] / med:.2f}x"
-            print(line)
+    tmp = tempfile.mkdtemp(prefix="bench-commands-")
+    folder = args.keep.resolve() if args.keep else Path(tmp)
+    try:
+        measured = stores(folder, args.sizes)
+        print(f"{args.repeats} runs each, fresh processes; load average {os.getloadavg()[0]:.2f}")
+        over = 0
+        for label, key, sweep in measured:
+            for command in ("status", "table", "sweep --dry-run"):
+                cmd = [sys.executable, "-m", "ablate", *command.split()[:1], str(sweep), *command.split()[1:]]
+                results = timed(cmd, args.repeats, cwds)
+                med, lo, hi, rc = results[0]
+                budget = budget_of(key, command)
+                over += med > budget
+                verdict = "ok" if med <= budget else "OVER"
+                line = f"  {label:<15} {command:<16} {med:5.2f} s (min {lo:.2f}, max {hi:.2f}; exit {rc})"
+                line += f"  budget {budget:.1f} s {verdict}"
+                if len(results) > 1:
+                    other = results[1]
+                    line += f"   {args.against.name}: {other[0]:5.2f} s (exit {other[3]}), ratio {other[0] / med:.2f}x"
+                print(line, flush=True)
+        print(f"load average after: {os.getloadavg()[0]:.2f}; {over} command(s) over budget")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

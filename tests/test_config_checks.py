@@ -160,3 +160,18 @@ def test_special_ids_are_defined_once() -> None:
                 if isinstance(t, ast.Name) and t.id.endswith("_ID")
             }
             assert not assigned or path.name == "special.py", f"{path.name} defines {assigned}"
+
+
+@pytest.mark.parametrize(
+    ("override", "line"),
+    [
+        ("logging.tags={a: 1}", "command line: logging.tags: must be a list"),
+        ("data.args=[1, 2]", "command line: data.args: must be a mapping"),
+    ],
+)
+def test_a_mapping_for_a_list_is_one_line(override: str, line: str) -> None:
+    # OmegaConf raises a bare TypeError ("Cannot merge incompatible container types") here: it was a
+    # traceback from `ablate train experiments/mini.yaml "logging.tags={a: 1}"`
+    with pytest.raises(ConfigError) as err:
+        load_config(ROOT / "experiments" / "mini.yaml", overrides=[override])
+    assert str(err.value).startswith(line) and "\n" not in str(err.value)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ablate.config.check import Origins, validate_config
@@ -91,7 +91,7 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def _file_layers(path: Path, seen: tuple[Path, ...] = ()) -> list[tuple[str, dict[str, Any]]]:
+def file_layers(path: Path, seen: tuple[Path, ...] = ()) -> list[tuple[str, dict[str, Any]]]:
     """An experiment file and the files it `extends:`, oldest first."""
     path = path.resolve()
     if path in seen:
@@ -102,7 +102,7 @@ def _file_layers(path: Path, seen: tuple[Path, ...] = ()) -> list[tuple[str, dic
     if parent is not None:
         if not isinstance(parent, str):
             raise ConfigError(f"{path}: `extends:` must be a path to another experiment file")
-        layers += _file_layers((path.parent / parent), (*seen, path))
+        layers += file_layers((path.parent / parent), (*seen, path))
     layers.append((str(path), data))
     return layers
 
@@ -135,42 +135,47 @@ def load_config(
     ``layers`` are (source label, mapping or dotlist) pairs, e.g. a sweep row. The result is a
     struct-mode DictConfig; its ``model`` section is what ablate.model.build_model takes.
     """
-    sources: list[tuple[str, Mapping[str, Any] | Sequence[str]]] = []
+    sources: list[Layer] = []
     if path is not None:
-        sources += _file_layers(Path(path))
+        sources += file_layers(Path(path))
     n_files = len(sources)
     sources += list(layers)
     if overrides:
         sources.append(("command line", list(overrides)))
-    parsed = [(label, dict(lay) if isinstance(lay, Mapping) else parse_dotlist(lay, label)) for label, lay in sources]
-    parsed = [(label, upgrade_layer(mapping, label)) for label, mapping in parsed]  # replaced keys
-    cfg = _merge_layers(_with_files(parsed[:n_files]), parsed[n_files:])
+    parsed = parse_layers(sources)
+    cfg = merge_all(with_files(parsed[:n_files]), parsed[n_files:])
     validate_config(cfg, Origins(parsed))
     return cfg
+
+
+def parse_layers(layers: Iterable[Layer]) -> list[tuple[str, dict[str, Any]]]:
+    """Each (label, mapping or dotlist) layer as (label, mapping), with replaced key names upgraded."""
+    parsed = [(label, dict(lay) if isinstance(lay, Mapping) else parse_dotlist(lay, label)) for label, lay in layers]
+    return [(label, upgrade_layer(mapping, label)) for label, mapping in parsed]
 
 
 _FILES_MERGED: dict[str, DictConfig] = {}  # repr of the file layers -> defaults <- those layers (shared)
 
 
-def _with_files(files: list[tuple[str, dict[str, Any]]]) -> DictConfig:
+def with_files(files: list[tuple[str, dict[str, Any]]]) -> DictConfig:
     """The defaults with the experiment file (and what it extends) merged in, once per content: a sweep
     loads one config per trial from the same files. Shared: merge into it (a merge copies), never set."""
     key = repr(files)
     if key not in _FILES_MERGED:
         if len(_FILES_MERGED) >= 8:
             _FILES_MERGED.clear()
-        _FILES_MERGED[key] = _merge_layers(_schema(), files)
+        _FILES_MERGED[key] = merge_all(_schema(), files)
     return _FILES_MERGED[key]
 
 
-def _merge_layers(cfg: DictConfig, layers: Sequence[tuple[str, Mapping[str, Any]]]) -> DictConfig:
+def merge_all(cfg: DictConfig, layers: Sequence[tuple[str, Mapping[str, Any]]]) -> DictConfig:
     """A new config: ``cfg`` (left as it is) with every layer merged in order, in one merge (one copy),
     or, if any layer is wrong, one by one for the error of the first wrong layer."""
     try:
         for label, mapping in layers:
-            _check_keys(mapping, cfg, label)  # the schema's keys: the same before and after a merge
+            check_keys(mapping, cfg, label)  # the schema's keys: the same before and after a merge
         return OmegaConf.merge(cfg, *(mapping for _, mapping in layers))  # type: ignore[return-value]
-    except (ConfigError, OmegaConfBaseException):
+    except (ConfigError, OmegaConfBaseException, TypeError):
         pass
     for label, mapping in layers:
         cfg = merge_layer(cfg, mapping, label)
@@ -180,16 +185,34 @@ def _merge_layers(cfg: DictConfig, layers: Sequence[tuple[str, Mapping[str, Any]
 def merge_layer(cfg: DictConfig, mapping: Mapping[str, Any], source: str) -> DictConfig:
     """Merge one layer, turning OmegaConf's multi-line errors into one line naming key and source."""
     mapping = upgrade_layer(mapping, source)  # e.g. a stored config's model.norm_placement
-    _check_keys(mapping, cfg, source)
+    check_keys(mapping, cfg, source)
     try:
         return OmegaConf.merge(cfg, mapping)  # type: ignore[return-value]
     except OmegaConfBaseException as exc:
         key = getattr(exc, "full_key", None) or "?"
         msg = str(getattr(exc, "msg", exc)).splitlines()[0]
         raise ConfigError(f"{source}: {key}: {msg}") from None
+    except TypeError:  # OmegaConf's "Cannot merge incompatible container types": a mapping for a list
+        key, want = _container_mismatch(mapping, cfg)
+        raise ConfigError(f"{source}: {key}: must be a {want} (see the schema's default)") from None
 
 
-def _check_keys(mapping: Mapping[str, Any], schema: Any, source: str, prefix: str = "") -> None:
+def _container_mismatch(mapping: Mapping[str, Any], cfg: Any, prefix: str = "") -> tuple[str, str]:
+    """(key, what the schema holds there) of the first mapping given for a list or list for a mapping."""
+    for key, value in mapping.items():
+        node = omegaconf_node(cfg, key) if isinstance(cfg, DictConfig) and key in cfg else None
+        if isinstance(node, ListConfig) and not isinstance(value, (list, tuple)):
+            return f"{prefix}{key}", "list"
+        if isinstance(node, DictConfig) and isinstance(value, (list, tuple)):
+            return f"{prefix}{key}", "mapping"
+        if isinstance(node, DictConfig) and isinstance(value, Mapping):
+            found = _container_mismatch(value, node, f"{prefix}{key}.")
+            if found[0] != "?":
+                return found
+    return "?", "value of another kind"
+
+
+def check_keys(mapping: Mapping[str, Any], schema: Any, source: str, prefix: str = "") -> None:
     """Unknown keys name the nearest valid key (OmegaConf's own message does not)."""
     for key, value in mapping.items():
         full = f"{prefix}{key}"
@@ -204,7 +227,7 @@ def _check_keys(mapping: Mapping[str, Any], schema: Any, source: str, prefix: st
             raise ConfigError(f"{source}: unknown key {full!r}{hint}")
         child = omegaconf_node(schema, key)  # the node keeps its schema type
         if isinstance(value, Mapping) and isinstance(child, DictConfig) and not _slot_field(prefix, key):
-            _check_keys(value, child, source, f"{full}.")
+            check_keys(value, child, source, f"{full}.")
 
 
 def _slot_field(prefix: str, key: str) -> bool:

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ablate.config import ConfigError, load_config, to_dict
+from ablate.config import ConfigError
+from ablate.config.compose import Experiment
 from ablate.rundir import safe_name
 from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.expand import as_layer, check_row, dotlist, expand_row, merge, set_dotted
@@ -214,11 +215,10 @@ def _make_trial(
     seed: int,
     order: int,
     search: Mapping[str, Any] | None = None,
+    experiment: Experiment | None = None,
 ) -> Trial:
     group = str(row.get("group", ""))
     layers: list[tuple[str, Any]] = []
-    if sf.layer:
-        layers.append((f"{sf.path}: overrides", sf.layer))
     if layer:
         layers.append((f"{sf.path}: row {label!r}", layer))
     if cli:
@@ -232,7 +232,7 @@ def _make_trial(
             logging[target] = sf.wandb[key]
     layers.append((f"{sf.path}: wandb", {"logging": logging}))
     try:
-        config = to_dict(load_config(sf.experiment, layers=layers))
+        config = (experiment or _experiment(sf)).config(layers)
     except ConfigError as exc:
         raise SweepError(str(exc)) from None
     tid = trial_id(config)
@@ -251,6 +251,14 @@ def _make_trial(
         resources=dict(row.get("resources") or {}),
         search=dict(search or {}),
     )
+
+
+def _experiment(sf: SweepFile) -> Experiment:
+    """The sweep's experiment with its sweep-wide overrides, loaded once for all its rows."""
+    try:
+        return Experiment(sf.experiment, [(f"{sf.path}: overrides", sf.layer)] if sf.layer else [])
+    except ConfigError as exc:
+        raise SweepError(str(exc)) from None
 
 
 def _reseed(runs_dir: str, first: Trial, seed: int, order: int, ids: SeedIds) -> Trial:
@@ -313,9 +321,10 @@ def seed_trial(sweep: Sweep, row: str, seed: int) -> Trial:
 def _search_templates(sf: SweepFile, overrides: Sequence[str]) -> tuple[Trial, ...]:
     """One unsampled trial per row; every bound and choice of every param is resolved once (first row)."""
     assert sf.search is not None
-    templates = []
+    templates, experiment = [], _experiment(sf)
     for i, (row, label, paper, layer) in enumerate(_rows(sf)):
-        templates.append(_make_trial(sf, row, label, paper, layer, overrides, sf.seeds[0], i * SEARCH_ORDER))
+        order = i * SEARCH_ORDER
+        templates.append(_make_trial(sf, row, label, paper, layer, overrides, sf.seeds[0], order, None, experiment))
         if i:
             continue
         for p in sf.search.params:
@@ -323,7 +332,7 @@ def _search_templates(sf: SweepFile, overrides: Sequence[str]) -> tuple[Trial, .
                 probe: dict[str, Any] = {}
                 set_dotted(probe, p.key, value, f"{sf.path}: search.params.{p.key}")
                 try:
-                    _make_trial(sf, row, label, paper, merge(layer, probe), overrides, sf.seeds[0], 0)
+                    _make_trial(sf, row, label, paper, merge(layer, probe), overrides, sf.seeds[0], 0, None, experiment)
                 except SweepError as exc:
                     raise SweepError(f"{sf.path}: search.params.{p.key} = {value!r}: {exc}") from None
     return tuple(templates)
@@ -344,12 +353,12 @@ def expand(sf: SweepFile, overrides: Sequence[str] = ()) -> Sweep:
         )
     trials: list[Trial] = []
     seen_ids: dict[str, str] = {}
-    runs_dir = str(sf.runs_dir)
+    runs_dir, experiment = str(sf.runs_dir), _experiment(sf)
     for row, label, paper, layer in _rows(sf):
         first = ids = None
         for seed in sf.seeds:
             if first is None:
-                t = first = _make_trial(sf, row, label, paper, layer, overrides, seed, len(trials))
+                t = first = _make_trial(sf, row, label, paper, layer, overrides, seed, len(trials), None, experiment)
                 ids = SeedIds(first.config)
             else:  # a row's configs differ only in train.seed: loaded once per row, not once per trial
                 t = _reseed(runs_dir, first, seed, len(trials), ids)

@@ -33,26 +33,13 @@ def other_sweeps(spec: Sweep, store: SweepStore) -> list[tuple[str, str, int]]:
         path = file_of(url)
         if path is not None and not path.exists():
             continue
-        names = _study_names(url)
+        names = SweepStore.study_names(url)
         for name in names:
             if name == spec.name or ":" in name:  # a search's row studies (<sweep>:<row>): not sweeps
                 continue
             done = [a for a in SweepStore(url, name).attempts() if a.state == "COMPLETE" and a.ablate_id in mine]
             found.append((name, url, len(done)))
     return found
-
-
-def _study_names(url: str) -> list[str]:
-    """The studies of a store, read with SQL: nothing is written (Optuna's own listing makes its tables in
-    any .db file it is pointed at) and Optuna is not imported; [] for a file that is not a store."""
-    import sqlalchemy
-
-    try:
-        engine = sqlalchemy.create_engine(url)
-        with engine.connect() as conn:
-            return [str(r[0]) for r in conn.execute(sqlalchemy.text("SELECT study_name FROM studies"))]
-    except Exception:  # noqa: BLE001 - a file that is not a store is none of ours to read
-        return []
 
 
 def hint(spec: Sweep, store: SweepStore) -> str | None:

@@ -71,8 +71,8 @@ def _check_revision(cursor: Any) -> None:
 class TableReader:
     """The attempts of one study, read incrementally with SQL (see the module's docstring)."""
 
-    def __init__(self, engine: Any, study_id: int) -> None:
-        self.engine = engine
+    def __init__(self, sql: Any, study_id: int) -> None:  # cursors (ablate.sweep.store.opening)
+        self.sql = sql
         self.study_id = study_id
         self.known: dict[int, Attempt | None] = {}  # storage id -> attempt (None: a trial ablate did not make)
         self._raw: dict[tuple[int, str], str] = {}  # (id, key) -> JSON text last decoded, of live attempts
@@ -81,18 +81,14 @@ class TableReader:
         self.generation = 0  # raised when an attempt appears or changes state
 
     def read(self) -> list[Attempt]:
-        import sqlalchemy
-
-        dbapi_error = self.engine.dialect.loaded_dbapi.Error
         try:
-            with self.engine.connect() as conn:
-                cursor = conn.connection.cursor()  # the driver's own cursor: see _run
+            with self.sql.cursor() as cursor:  # the driver's own cursor: see _run
                 if not self.known:
                     _check_revision(cursor)
                 rows = self._rows(cursor)
                 live = _run(cursor, _LIVE_ATTRS.format(study=self.study_id, identity=_IDENTITY))
                 whole = self._whole(cursor, rows)
-        except (sqlalchemy.exc.SQLAlchemyError, dbapi_error) as exc:
+        except self.sql.errors as exc:
             raise SchemaMismatch(str(exc).splitlines()[0]) from None
         changed = self._apply(rows, live, whole)
         if changed:

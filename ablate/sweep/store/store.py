@@ -40,7 +40,7 @@ from typing import Any
 from ablate.sweep.file.errors import StoreUnreadable, SweepError
 from ablate.sweep.file.spec import Sweep, SweepFile, Trial
 from ablate.sweep.store.location import file_of, store_url
-from ablate.sweep.store.opening import open_store, optuna_storage, read_study_attrs
+from ablate.sweep.store.opening import open_store, optuna_storage, read_study_attrs, study_names
 from ablate.sweep.store.reads import AttemptReader, by_trial
 from ablate.sweep.store.state import FREE_ATTRS, IDENTITY_ATTRS, Attempt
 
@@ -64,6 +64,8 @@ class SweepStore:
     @classmethod
     def for_sweep(cls, sweep: Sweep | SweepFile) -> SweepStore:
         return cls(store_url(sweep), sweep.name)
+
+    study_names = staticmethod(study_names)  # the studies of a store URL (other sweeps in it)
 
     def exists(self) -> bool:
         """Whether the study exists, without creating a file or a study."""

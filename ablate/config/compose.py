@@ -1,0 +1,112 @@
+"""Many configs from one experiment: a sweep's rows, each composed without a full load.
+
+:func:`ablate.config.load.load_config` composes defaults <- experiment file <- layers and checks the
+result. A sweep needs one config per row, and that full load (an OmegaConf merge of the whole config,
+each layer wrapped in a DictConfig) cost ~9 ms a row: 250 ms of every ``ablate status``, ``table`` and
+dry run of the 20-row mini sweep on a 2-core machine, more than the commands' whole budget left.
+
+:class:`Experiment` loads the experiment file and the sweep-wide layers once. A row's own layers (the
+row, the command line, its seed, its W&B names) set disjoint keys in the common case; they are then
+merged as plain dicts into one layer, and only the sections they touch go through OmegaConf (types,
+conversions and unknown keys exactly as in the full load); the checks run on the plain result. Whatever
+this path cannot prove to be the full load's result (an interpolation, two layers setting one key, a
+wrong type, an unknown key, a sweep-wide layer that does not merge) is composed by ``load_config``
+itself, so results and error messages are the same either way (a test compares both paths on every
+sweep file and on generated rows). Measured: ~1.5 ms a row.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from ablate.config.check import Origins, validate_config
+from ablate.config.load import Layer, check_keys, file_layers, load_config, merge_all, parse_layers, with_files
+from ablate.errors import ConfigError
+
+
+class Experiment:
+    """An experiment file (or the defaults, ``path=None``) with the layers every config of a sweep shares.
+
+    ``config(layers)`` is ``to_dict(load_config(path, layers=[*shared, *layers]))``, composed faster.
+    """
+
+    def __init__(self, path: str | Path | None, shared: Sequence[Layer] = ()) -> None:
+        self.path, self.shared = path, list(shared)
+        files = parse_layers(file_layers(Path(path)) if path is not None else [])
+        self.head = files + parse_layers(self.shared)
+        try:
+            self.base: DictConfig | None = merge_all(with_files(files), self.head[len(files) :])
+        except (ConfigError, OmegaConfBaseException):
+            self.base = None  # every config then takes the full load, which names the wrong layer
+        if self.base is not None and _interpolates(self.head):
+            self.base = None
+        self.plain = OmegaConf.to_container(self.base, resolve=True) if self.base is not None else {}
+
+    def config(self, layers: Sequence[Layer]) -> dict[str, Any]:
+        """The checked, resolved config of the shared layers and then ``layers`` (later ones win)."""
+        parsed = parse_layers(layers)
+        plain = self._merged(parsed)
+        if plain is None:
+            cfg = load_config(self.path, layers=[*self.shared, *layers])
+            return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+        validate_config(plain, Origins([*self.head, *parsed]))
+        return plain
+
+    def _merged(self, parsed: list[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
+        """The plain merge of ``parsed`` onto the base, or None where only the full load is sure."""
+        if self.base is None or _interpolates(parsed):
+            return None
+        combined: dict[str, Any] = {}
+        for _, mapping in parsed:
+            if not _add_disjoint(combined, mapping):
+                return None
+        out: dict[str, Any] = {}
+        try:
+            for label, mapping in parsed:
+                check_keys(mapping, self.base, label)
+            for section, value in combined.items():
+                node = self.base[section]
+                if not isinstance(value, Mapping) or not isinstance(node, DictConfig):
+                    return None
+                out[section] = OmegaConf.to_container(OmegaConf.merge(node, value), resolve=True)
+        except Exception:  # noqa: BLE001 - whatever fails here, the full load decides (and words the error)
+            return None
+        for section, value in self.plain.items():
+            if section not in out:
+                out[section] = copy.deepcopy(value)  # a trial's config is its own (its run dir is set in it)
+        return {section: out[section] for section in self.plain}
+
+
+def _add_disjoint(into: dict[str, Any], mapping: Mapping[str, Any]) -> bool:
+    """Merge ``mapping`` into ``into`` if it sets no key already set there (or inside one): then the
+    order of the layers cannot matter and one merge equals the full load's merges one by one."""
+    for key, value in mapping.items():
+        if key not in into:
+            into[key] = copy.deepcopy(value)
+        elif isinstance(into[key], dict) and isinstance(value, Mapping) and into[key] and value:
+            if not _add_disjoint(into[key], value):
+                return False
+        else:
+            return False
+    return True
+
+
+def _interpolates(layers: Sequence[tuple[str, Any]]) -> bool:
+    """True if any value is an OmegaConf interpolation (``${...}``): it may point into another section."""
+
+    def walk(value: Any) -> bool:
+        if isinstance(value, str):
+            return "${" in value
+        if isinstance(value, Mapping):
+            return any(walk(v) for v in value.values())
+        if isinstance(value, (list, tuple)):
+            return any(walk(v) for v in value)
+        return False
+
+    return any(walk(mapping) for _, mapping in layers)

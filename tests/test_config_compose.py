@@ -1,0 +1,108 @@
+"""A sweep's configs composed onto one loaded experiment (ablate/config/compose.py) are exactly the full
+load's: the same configs and trial ids on every sweep file, the same result or the same one-line error
+on generated rows (valid values, wrong types, strings for numbers, nulls, impossible values, keys that
+two layers set, unknown keys, interpolations)."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import typing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ablate.config import ConfigError, load_config, to_dict
+from ablate.config.compose import Experiment
+from ablate.config.schema import Config
+from ablate.sweep.file.spec import expand, read_sweep_file
+
+ROOT = Path(__file__).resolve().parents[1]
+SWEEPS = sorted((ROOT / "sweeps").glob("*.yaml"))
+
+
+def _full(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every config through load_config: the fast path declines."""
+    monkeypatch.setattr(Experiment, "_merged", lambda self, parsed: None)
+
+
+@pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.name)
+def test_every_sweep_file_expands_to_the_full_loads_trials(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sf = read_sweep_file(path)
+    fast_calls: list[bool] = []
+    merged = Experiment._merged
+
+    def counted(self: Experiment, parsed: Any) -> Any:
+        out = merged(self, parsed)
+        fast_calls.append(out is not None)
+        return out
+
+    with monkeypatch.context() as m:
+        m.setattr(Experiment, "_merged", counted)
+        fast = expand(sf, ["eval.beam_size=2"])
+    assert any(fast_calls), "the fast path was never taken"
+    with monkeypatch.context() as m:
+        _full(m)
+        full = expand(sf, ["eval.beam_size=2"])
+    assert [t.trial_id for t in fast.trials] == [t.trial_id for t in full.trials]
+    assert [t.config for t in fast.trials] == [t.config for t in full.trials]
+    assert [t.config for t in fast.templates] == [t.config for t in full.templates]
+
+
+def _fields() -> list[tuple[str, Any]]:
+    """(dotted key, default) of every schema field that holds one value."""
+    out = []
+    for name, section in typing.get_type_hints(Config).items():
+        for f in dataclasses.fields(section):
+            default = f.default if f.default is not dataclasses.MISSING else None
+            if not isinstance(default, (dict, list)):
+                out.append((f"{name}.{f.name}", default))
+    return out
+
+
+def _value(rng: random.Random, default: Any) -> Any:
+    choices: list[Any] = [None, "text", "${model.d_model}", -1, 0, 3, 0.5, 1e9, True, [1, 2], {"a": 1}]
+    if isinstance(default, bool):
+        choices += [not default, "true"]
+    elif isinstance(default, (int, float)):
+        choices += [default, default * 2, str(default), float(default)]
+    elif isinstance(default, str):
+        choices += [default, default + "x"]
+    return rng.choice(choices)
+
+
+def _layer(rng: random.Random, fields: list[tuple[str, Any]], n: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, default in rng.sample(fields, n):
+        section, name = key.split(".")
+        out.setdefault(section, {})[name] = _value(rng, default)
+    if rng.random() < 0.05:
+        out.setdefault("model", {})["no_such_key"] = 1
+    return out
+
+
+def _outcome(thunk: Any) -> Any:
+    try:
+        return thunk()
+    except ConfigError as exc:
+        return ("error", str(exc))
+
+
+def test_generated_rows_give_the_full_loads_config_or_error() -> None:
+    rng = random.Random(0)
+    fields = _fields()
+    experiment = ROOT / "experiments" / "mini.yaml"
+    shared = [("sweep: overrides", {"train": {"max_steps": 50}})]
+    composed = Experiment(experiment, shared)
+    outcomes = {"ok": 0, "error": 0}
+    for case in range(300):
+        layers = [(f"row {case}", _layer(rng, fields, rng.randint(1, 3)))]
+        if rng.random() < 0.5:
+            layers.append(("command line", _layer(rng, fields, 1)))
+        layers.append(("seeds", {"train": {"seed": rng.randint(1, 5)}}))
+        fast = _outcome(lambda: composed.config(layers))
+        full = _outcome(lambda: to_dict(load_config(experiment, layers=[*shared, *layers])))
+        assert fast == full, f"case {case}: {layers}"
+        outcomes["error" if isinstance(full, tuple) else "ok"] += 1
+    assert min(outcomes.values()) > 30, outcomes  # both kinds were exercised
