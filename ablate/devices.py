@@ -8,6 +8,8 @@ torch is imported only for ``auto`` (and cached), so explicit settings stay impo
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -16,8 +18,16 @@ DeviceKind = Literal["cpu", "gpu"]
 GPU_ACCELERATORS = ("gpu", "cuda")
 
 
+# Where a GPU driver shows itself on Linux (NVIDIA's, and AMD's for ROCm builds of torch).
+DRIVER_PATHS = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd")
+
+
 @functools.lru_cache(maxsize=1)
 def cuda_available() -> bool:
+    """Whether torch sees a CUDA device. Without any GPU driver on Linux or macOS it cannot, and torch's
+    import (2-3 s, most of a dry run of ``accelerator: auto`` on a laptop or a login node) is skipped."""
+    if (sys.platform.startswith("linux") or sys.platform == "darwin") and not any(map(os.path.exists, DRIVER_PATHS)):
+        return False
     import torch
 
     return bool(torch.cuda.is_available())

@@ -125,6 +125,8 @@ def main() -> None:
         for label, key, sweep in measured:
             for command in ("status", "table", "sweep --dry-run"):
                 cmd = [sys.executable, "-m", "ablate", *command.split()[:1], str(sweep), *command.split()[1:]]
+                if command.startswith("sweep") and isinstance(key, int):  # over the default limit of 500 trials
+                    cmd += ["--max-trials", str(key)]
                 results = timed(cmd, args.repeats, cwds)
                 med, lo, hi, rc = results[0]
                 budget = budget_of(key, command)

@@ -167,11 +167,14 @@ def test_special_ids_are_defined_once() -> None:
     [
         ("logging.tags={a: 1}", "command line: logging.tags: must be a list"),
         ("data.args=[1, 2]", "command line: data.args: must be a mapping"),
+        ("logging.tags=${model.d_model}", "command line: logging.tags: Invalid value assigned: int is not a"),
+        ("model.d_ff=${model.nope}", "command line: model.d_ff: Interpolation key 'model.nope' not found"),
     ],
 )
-def test_a_mapping_for_a_list_is_one_line(override: str, line: str) -> None:
-    # OmegaConf raises a bare TypeError ("Cannot merge incompatible container types") here: it was a
-    # traceback from `ablate train experiments/mini.yaml "logging.tags={a: 1}"`
+def test_a_value_of_the_wrong_kind_is_one_line(override: str, line: str) -> None:
+    # OmegaConf raises a bare TypeError ("Cannot merge incompatible container types") for the first two,
+    # and its interpolation errors only when the config is resolved: each was a traceback from e.g.
+    # `ablate train experiments/mini.yaml "logging.tags={a: 1}"` (found by tests/test_config_compose.py)
     with pytest.raises(ConfigError) as err:
         load_config(ROOT / "experiments" / "mini.yaml", overrides=[override])
     assert str(err.value).startswith(line) and "\n" not in str(err.value)

@@ -15,6 +15,7 @@ import pytest
 
 from ablate.config import ConfigError, load_config, to_dict
 from ablate.config.compose import Experiment
+from ablate.config.load import parse_layers
 from ablate.config.schema import Config
 from ablate.sweep.file.spec import expand, read_sweep_file
 
@@ -62,14 +63,17 @@ def _fields() -> list[tuple[str, Any]]:
 
 
 def _value(rng: random.Random, default: Any) -> Any:
-    choices: list[Any] = [None, "text", "${model.d_model}", -1, 0, 3, 0.5, 1e9, True, [1, 2], {"a": 1}]
+    """Most often a plausible value of the field's type, else anything."""
+    plausible: list[Any] = []
     if isinstance(default, bool):
-        choices += [not default, "true"]
+        plausible = [not default, default, "true"]
     elif isinstance(default, (int, float)):
-        choices += [default, default * 2, str(default), float(default)]
+        plausible = [default, default * 2, str(default), float(default)]
     elif isinstance(default, str):
-        choices += [default, default + "x"]
-    return rng.choice(choices)
+        gqa = {"name": "gqa", "args": {"n_kv_heads": 2}}
+        plausible = [default, default + "x", "rmsnorm", "swiglu", "pre", "rope", gqa]
+    junk: list[Any] = [None, "text", "${model.d_model}", -1, 0, 3, 0.5, 1e9, True, [1, 2], {"a": 1}]
+    return rng.choice(plausible if plausible and rng.random() < 0.6 else junk)
 
 
 def _layer(rng: random.Random, fields: list[tuple[str, Any]], n: int) -> dict[str, Any]:
@@ -89,20 +93,28 @@ def _outcome(thunk: Any) -> Any:
         return ("error", str(exc))
 
 
-def test_generated_rows_give_the_full_loads_config_or_error() -> None:
+SHARED = [
+    {"train": {"max_steps": 50}},
+    {"model": {"attention": {"name": "gqa", "args": {"n_kv_heads": 2}}, "norm": "rmsnorm"}, "data": {"max_len": 40}},
+]
+
+
+@pytest.mark.parametrize("shared_layer", SHARED, ids=["steps", "slots"])
+def test_generated_rows_give_the_full_loads_config_or_error(shared_layer: dict[str, Any]) -> None:
     rng = random.Random(0)
     fields = _fields()
     experiment = ROOT / "experiments" / "mini.yaml"
-    shared = [("sweep: overrides", {"train": {"max_steps": 50}})]
+    shared = [("sweep: overrides", shared_layer)]
     composed = Experiment(experiment, shared)
-    outcomes = {"ok": 0, "error": 0}
-    for case in range(300):
+    outcomes = {"ok": 0, "error": 0, "fast": 0}
+    for case in range(200):
         layers = [(f"row {case}", _layer(rng, fields, rng.randint(1, 3)))]
         if rng.random() < 0.5:
             layers.append(("command line", _layer(rng, fields, 1)))
         layers.append(("seeds", {"train": {"seed": rng.randint(1, 5)}}))
-        fast = _outcome(lambda: composed.config(layers))
-        full = _outcome(lambda: to_dict(load_config(experiment, layers=[*shared, *layers])))
+        outcomes["fast"] += composed._merged(parse_layers(layers)) is not None
+        fast = _outcome(lambda layers=layers: composed.config(layers))
+        full = _outcome(lambda layers=layers: to_dict(load_config(experiment, layers=[*shared, *layers])))
         assert fast == full, f"case {case}: {layers}"
         outcomes["error" if isinstance(full, tuple) else "ok"] += 1
-    assert min(outcomes.values()) > 30, outcomes  # both kinds were exercised
+    assert min(outcomes.values()) > 30, outcomes  # results, errors and the fast path all exercised

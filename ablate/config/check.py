@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from ablate.config.schema import BUDGET_KEYS, SLOT_FIELDS, ModelConfig, positions_needed
 from ablate.errors import ConfigError
@@ -119,8 +120,9 @@ def validate_config(cfg: DictConfig | Mapping[str, Any], origins: Origins | str 
     """Reject impossible values with one line naming the key and the layer that set it.
 
     ``cfg``: a composed config, or the plain resolved dict of one."""
-    plain = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
-    c = _Checker(plain, _Fixed(origins) if isinstance(origins, str) else origins)  # type: ignore[arg-type]
+    origins = _Fixed(origins) if isinstance(origins, str) else origins
+    plain = _resolved(cfg, origins) if isinstance(cfg, DictConfig) else cfg
+    c = _Checker(plain, origins)  # type: ignore[arg-type]
     _check_model(c)
     _check_data(c)
     _check_train(c)
@@ -128,6 +130,22 @@ def validate_config(cfg: DictConfig | Mapping[str, Any], origins: Origins | str 
     _check_lengths(c)
     _check_corpus(c)
     _check_variants(c)
+
+
+def _resolved(cfg: DictConfig, origins: Origins) -> dict[str, Any]:
+    """The plain config with its interpolations resolved; one that cannot be (``${model.d_model}`` given
+    for a list, a key that does not exist) is one line naming the key and the layer that set it."""
+    try:
+        return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+    except OmegaConfBaseException as exc:
+        msg = str(getattr(exc, "msg", exc)).splitlines()[0]
+    for section in cfg:
+        for key in cfg[section]:
+            try:
+                OmegaConf.to_container(OmegaConf.create({"v": OmegaConf.select(cfg, f"{section}.{key}")}), resolve=True)
+            except OmegaConfBaseException:
+                raise ConfigError(f"{origins.of(f'{section}.{key}')}: {section}.{key}: {msg}") from None
+    raise ConfigError(f"config: cannot resolve an interpolation: {msg}")
 
 
 def _check_model(c: _Checker) -> None:

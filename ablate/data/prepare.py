@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sentencepiece as spm
 
@@ -46,9 +46,10 @@ from ablate.data.catalog import build_corpus
 from ablate.data.errors import DataError
 from ablate.data.rawtext import read_chunks, write_raw
 from ablate.data.registry import Corpus
-from ablate.data.shards import Shard, ShardWriter
 from ablate.data.tokenizer import TRAINER_SETTINGS, Tokenizer, train_tokenizer
-from ablate.data.unigram import unigram_floor
+
+if TYPE_CHECKING:  # numpy's import (70 ms) waits until a split is read: the dry run only looks the folder up
+    from ablate.data.shards import Shard
 
 FORMAT_VERSION = 1  # bump when the prepared layout changes: it is part of the key
 
@@ -121,6 +122,8 @@ class Prepared:
     def split(self, name: str) -> Shard:
         self._check_split(name)
         if name not in self._shards:
+            from ablate.data.shards import Shard
+
             self._shards[name] = Shard(self.dir / "shards" / name)
         return self._shards[name]
 
@@ -136,6 +139,8 @@ class Prepared:
     def unigram_floor(self, split: str) -> float:
         """The dev PPL of a unigram model of the train targets on ``split`` (stored in meta.json; computed
         and stored here for a folder prepared before the floor was recorded)."""
+        from ablate.data.unigram import unigram_floor  # numpy (70 ms) only where a split is read
+
         return float(
             self._stored(
                 "unigram_floor", split, lambda: unigram_floor(self.split("train"), self.split(split), self.vocab_size)
@@ -310,12 +315,6 @@ def prepare(
     return prepared
 
 
-def _floors(folder: Path, names: list[str], vocab_size: int) -> dict[str, float]:
-    """The unigram floor of every split but train (ablate.data.unigram), for the report."""
-    train = Shard(folder / "shards" / "train")
-    return {n: unigram_floor(train, Shard(folder / "shards" / n), vocab_size) for n in names if n != "train"}
-
-
 def _require_splits(corpus: Corpus, needed: Iterable[tuple[str, str]]) -> None:
     """A split the config names but the opened corpus lacks (e.g. an optional file that is not there)."""
     names = corpus.split_names()
@@ -327,6 +326,9 @@ def _require_splits(corpus: Corpus, needed: Iterable[tuple[str, str]]) -> None:
 def _build(
     corpus: Corpus, settings: TokenSettings, key: str, tmp: Path, cache: Path, progress: bool, t0: float
 ) -> None:
+    from ablate.data.shards import ShardWriter  # numpy: imported where data is prepared, not looked up
+    from ablate.data.unigram import split_floors
+
     raw = tmp / "raw"
     raw.mkdir(parents=True)
     sample: list[str] = []
@@ -371,7 +373,7 @@ def _build(
         "max_len": settings.max_len,
         "max_train_pairs": settings.max_train_pairs,
         "splits": splits,
-        "unigram_floor": _floors(tmp, corpus.split_names(), tok.vocab_size),
+        "unigram_floor": split_floors(tmp, corpus.split_names(), tok.vocab_size),
         "sentencepiece": spm.__version__,
         "prepare_time_s": round(time.perf_counter() - t0, 3),
     }

@@ -19,10 +19,12 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ablate.data.shards import Shard
 from ablate.data.special import EOS_ID
 
 
@@ -130,3 +132,9 @@ def learned(ppl: float, floor: float, ratio: float = 0.8) -> bool:
     if not (floor > 0 and math.isfinite(floor)):
         raise ValueError(f"the unigram floor must be a positive finite perplexity, got {floor}")
     return ppl < ratio * floor  # False for nan and inf
+
+
+def split_floors(folder: Path, names: list[str], vocab_size: int) -> dict[str, float]:
+    """The unigram floor of every split but train of a prepared folder being built, for the report."""
+    train = Shard(folder / "shards" / "train")
+    return {n: unigram_floor(train, Shard(folder / "shards" / n), vocab_size) for n in names if n != "train"}
