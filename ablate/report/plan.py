@@ -30,7 +30,7 @@ def power_of(n: int, sd: float, effect: float, alpha: float) -> float:
     when the per-seed differences have standard deviation ``sd``."""
     if n < 2:
         return 0.0
-    from scipy import stats
+    from scipy import stats  # 0.66 s to import (2-core machine): only `ablate plan` needs the noncentral t
 
     df, nc = n - 1, abs(effect) * math.sqrt(n) / sd
     crit = stats.t.ppf(1 - alpha / 2, df)

@@ -33,7 +33,7 @@ def adjust(p_values: Sequence[float], correction: str) -> list[float]:
     if correction == "holm":
         return holm(p_values)
     if correction == "bh":
-        from scipy.stats import false_discovery_control
+        from scipy.stats import false_discovery_control  # 0.66 s to import: only when BH is asked for
 
         return np.asarray(false_discovery_control(np.asarray(p_values, dtype=float), method="bh")).tolist()
     return [float(p) for p in p_values]
