@@ -279,12 +279,17 @@ def _disk_full(exc: OSError) -> str:
     )
 
 
+def _one_line(message: str) -> str:
+    """An error stays one line when it quotes a user's text with a line break in it (a path ``0\\n``)."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except AblateError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return _stdout_closed()

@@ -152,3 +152,12 @@ def test_only_the_rank_that_evaluates_prints_the_summary(
     assert main(args) == 0
     out = capsys.readouterr().out
     assert ("run " in out) == bool(metrics)
+
+
+def test_an_error_quoting_a_line_break_stays_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # found by the fuzz test's full run: `experiment: "0\n"` printed the path's line break as is
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text('name: s\nexperiment: "0\\n"\nrows: [{name: base}]\n', encoding="utf-8")
+    assert main(["sweep", str(sweep), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such file" in err and "0\\n" in err
