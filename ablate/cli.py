@@ -279,9 +279,12 @@ def _disk_full(exc: OSError) -> str:
     )
 
 
+LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")  # what str.splitlines() splits at
+
+
 def _one_line(message: str) -> str:
     """An error stays one line when it quotes a user's text with a line break in it (a path ``0\\n``)."""
-    return message.replace("\r", "\\r").replace("\n", "\\n")
+    return "".join(ch.encode("unicode_escape").decode() if ch in LINE_BREAKS else ch for ch in message)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

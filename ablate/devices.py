@@ -18,15 +18,19 @@ DeviceKind = Literal["cpu", "gpu"]
 GPU_ACCELERATORS = ("gpu", "cuda")
 
 
-# Where a GPU driver shows itself on Linux (NVIDIA's, and AMD's for ROCm builds of torch).
-DRIVER_PATHS = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd")
+# Where a GPU driver shows itself on Linux: NVIDIA's, WSL2's (/dev/dxg), Jetson's (/dev/nvmap), and AMD's
+# for ROCm builds of torch.
+DRIVER_PATHS = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg", "/dev/nvmap", "/dev/kfd")
 
 
 @functools.lru_cache(maxsize=1)
 def cuda_available() -> bool:
     """Whether torch sees a CUDA device. Without any GPU driver on Linux or macOS it cannot, and torch's
     import (2-3 s, most of a dry run of ``accelerator: auto`` on a laptop or a login node) is skipped."""
-    if (sys.platform.startswith("linux") or sys.platform == "darwin") and not any(map(os.path.exists, DRIVER_PATHS)):
+    no_driver = (sys.platform.startswith("linux") or sys.platform == "darwin") and not any(
+        map(os.path.exists, DRIVER_PATHS)
+    )
+    if no_driver and sys.modules.get("torch") is None:  # a process that has torch already asks it
         return False
     import torch
 

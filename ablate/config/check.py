@@ -142,7 +142,9 @@ def _resolved(cfg: DictConfig, origins: Origins) -> dict[str, Any]:
     for section in cfg:
         for key in cfg[section]:
             try:
-                OmegaConf.to_container(OmegaConf.create({"v": OmegaConf.select(cfg, f"{section}.{key}")}), resolve=True)
+                value = OmegaConf.select(cfg, f"{section}.{key}")  # resolved against the whole config
+                if OmegaConf.is_config(value):
+                    OmegaConf.to_container(value, resolve=True)
             except OmegaConfBaseException:
                 raise ConfigError(f"{origins.of(f'{section}.{key}')}: {section}.{key}: {msg}") from None
     raise ConfigError(f"config: cannot resolve an interpolation: {msg}")

@@ -112,16 +112,18 @@ def _exact(hint: Any, value: Any) -> bool:
 
 
 def _add_disjoint(into: dict[str, Any], mapping: Mapping[str, Any]) -> bool:
-    """Merge ``mapping`` into ``into`` if it sets no key already set there (or inside one): then the
-    order of the layers cannot matter and one merge equals the full load's merges one by one."""
-    for key, value in mapping.items():
-        if key not in into:
-            into[key] = copy.deepcopy(value)
-        elif isinstance(into[key], dict) and isinstance(value, Mapping) and into[key] and value:
-            if not _add_disjoint(into[key], value):
-                return False
-        else:
+    """Merge ``mapping`` (a layer: section -> field -> value) into ``into`` if it sets no field already set
+    there: then the order of the layers cannot matter and one merge equals the full load's merges one
+    by one. Two layers on one field, even on different keys inside it, take the full load: a mapping
+    given for a field that held a name (a model slot: ``mha`` -> ``{name: gqa}``) makes a new node there,
+    in struct mode, and a later layer's other key inside it is refused there."""
+    for section, fields in mapping.items():
+        if not isinstance(fields, Mapping) or not isinstance(into.setdefault(section, {}), dict):
             return False
+        for key, value in fields.items():
+            if key in into[section]:
+                return False
+            into[section][key] = copy.deepcopy(value)
     return True
 
 

@@ -33,7 +33,10 @@ def keywords(fn: Any) -> frozenset[str] | None:
     """Keyword names ``fn`` (a class, a function or a built-in Variant) accepts; None if it takes ``**kwargs``."""
     if isinstance(fn, Variant):
         return frozenset(fn.keywords)
-    return _signature_keywords(fn)
+    try:
+        return _signature_keywords(fn)
+    except TypeError:  # an unhashable callable: read its signature each time
+        return _signature_keywords.__wrapped__(fn)
 
 
 @functools.lru_cache(maxsize=256)

@@ -131,6 +131,23 @@ def test_opening_to_read_fails_in_one_line(tmp_path):
             open_store("nosuchdb+driver://u@h/x", "s", create=create)
 
 
+def test_a_shared_store_without_this_sweeps_study_reads_as_not_started(write_sweep, tmp_path, capsys):
+    """A SQLite store that holds another sweep's study only: read with sqlite3, 'no study yet' is one
+    line (a KeyError traceback once), and `ablate status` says the sweep has not started."""
+    from ablate.cli import main
+    from ablate.sweep.file.errors import SweepError
+    from ablate.sweep.store.opening import open_store
+
+    shared = f"sqlite:///{tmp_path / 'shared.db'}"
+    first = load_sweep(write_sweep(store=shared))
+    SweepStore.for_sweep(first).sync(first)
+    with pytest.raises(SweepError, match="no study 'other' yet"):
+        open_store(shared, "other", create=False)
+    second = write_sweep(filename="other.yaml", name="other", store=shared)
+    assert main(["status", str(second)]) == 0
+    assert "not started" in capsys.readouterr().out
+
+
 def test_a_store_opened_to_read_is_opened_again_to_write(write_sweep):
     sweep, mine, other = _stores(write_sweep, "sql")
     reader = SweepStore.for_sweep(sweep)

@@ -321,8 +321,9 @@ def seed_trial(sweep: Sweep, row: str, seed: int) -> Trial:
 def _search_templates(sf: SweepFile, overrides: Sequence[str]) -> tuple[Trial, ...]:
     """One unsampled trial per row; every bound and choice of every param is resolved once (first row)."""
     assert sf.search is not None
+    rows = _rows(sf)  # the rows' own errors first, as before the experiment was loaded once
     templates, experiment = [], _experiment(sf)
-    for i, (row, label, paper, layer) in enumerate(_rows(sf)):
+    for i, (row, label, paper, layer) in enumerate(rows):
         order = i * SEARCH_ORDER
         templates.append(_make_trial(sf, row, label, paper, layer, overrides, sf.seeds[0], order, None, experiment))
         if i:
@@ -353,8 +354,9 @@ def expand(sf: SweepFile, overrides: Sequence[str] = ()) -> Sweep:
         )
     trials: list[Trial] = []
     seen_ids: dict[str, str] = {}
+    rows = _rows(sf)  # the rows' own errors first, as before the experiment was loaded once
     runs_dir, experiment = str(sf.runs_dir), _experiment(sf)
-    for row, label, paper, layer in _rows(sf):
+    for row, label, paper, layer in rows:
         first = ids = None
         for seed in sf.seeds:
             if first is None:

@@ -47,7 +47,10 @@ class SqliteCursors:
 
     @contextlib.contextmanager
     def cursor(self) -> Iterator[Any]:
-        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S)
+        from urllib.parse import quote
+
+        # mode=rw: a store deleted since it was found is an error here, never a new empty file
+        conn = sqlite3.connect(f"file:{quote(str(self.path))}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S)
         try:
             yield conn.cursor()
         finally:
@@ -77,7 +80,7 @@ Cursors = SqliteCursors | EngineCursors
 
 def plain_sqlite(url: str) -> Path | None:
     """The file of a ``sqlite:///PATH`` URL without options (read with sqlite3), else None."""
-    if not url.startswith("sqlite:///") or "?" in url:
+    if not url.startswith("sqlite:///") or "?" in url or "%" in url:  # options, or a path SQLAlchemy unquotes
         return None
     rest = url[len("sqlite:///") :]
     return Path(rest) if rest and rest != ":memory:" else None
@@ -134,6 +137,8 @@ def open_store(url: str, study_name: str, create: bool) -> Opened:
             return _open_to_read(SqliteCursors(sqlite), study_name)
         except sqlite3.Error as exc:
             _unreadable(exc, url, path, study_name)
+        except KeyError:  # a store that holds other sweeps' studies (a shared store), not this one
+            raise SweepError(f"store {url}: no study {study_name!r} yet; run `ablate sweep` first") from None
     import sqlalchemy.exc
 
     db_errors: tuple[type[BaseException], ...] = (sqlalchemy.exc.DBAPIError,)
