@@ -29,7 +29,16 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ablate.config.check import Origins, validate_config
-from ablate.config.load import Layer, check_keys, file_layers, load_config, merge_all, parse_layers, with_files
+from ablate.config.load import (
+    Layer,
+    check_keys,
+    file_layers,
+    load_config,
+    merge_all,
+    parse_layers,
+    to_dict,
+    with_files,
+)
 from ablate.config.schema import Config
 from ablate.errors import ConfigError
 
@@ -44,21 +53,20 @@ class Experiment:
         self.path, self.shared = path, list(shared)
         files = parse_layers(file_layers(Path(path)) if path is not None else [])
         self.head = files + parse_layers(self.shared)
-        try:
-            self.base: DictConfig | None = merge_all(with_files(files), self.head[len(files) :])
-        except (ConfigError, OmegaConfBaseException):
-            self.base = None  # every config then takes the full load, which names the wrong layer
-        if self.base is not None and _interpolates(self.head):
-            self.base = None
-        self.plain = OmegaConf.to_container(self.base, resolve=True) if self.base is not None else {}
+        self.base: DictConfig | None = None  # None: every config takes the full load (which names the layer)
+        if not _interpolates(self.head):
+            try:
+                self.base = merge_all(with_files(files), self.head[len(files) :])
+            except (ConfigError, OmegaConfBaseException):
+                pass
+        self.plain = to_dict(self.base) if self.base is not None else {}
 
     def config(self, layers: Sequence[Layer]) -> dict[str, Any]:
         """The checked, resolved config of the shared layers and then ``layers`` (later ones win)."""
         parsed = parse_layers(layers)
         plain = self._merged(parsed)
         if plain is None:
-            cfg = load_config(self.path, layers=[*self.shared, *layers])
-            return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+            return to_dict(load_config(self.path, layers=[*self.shared, *layers]))
         validate_config(plain, Origins([*self.head, *parsed]))
         return plain
 
@@ -81,7 +89,7 @@ class Experiment:
                 if all(_exact(FIELD_TYPES[section].get(key), v) for key, v in value.items()):
                     out[section] = copy.deepcopy({**self.plain[section], **value})
                 else:
-                    out[section] = OmegaConf.to_container(OmegaConf.merge(node, value), resolve=True)
+                    out[section] = to_dict(OmegaConf.merge(node, value))
         except Exception:  # noqa: BLE001 - whatever fails here, the full load decides (and words the error)
             return None
         for section, value in self.plain.items():
@@ -123,7 +131,7 @@ def _add_disjoint(into: dict[str, Any], mapping: Mapping[str, Any]) -> bool:
         for key, value in fields.items():
             if key in into[section]:
                 return False
-            into[section][key] = copy.deepcopy(value)
+            into[section][key] = value  # copied with its section below, or by OmegaConf's merge
     return True
 
 

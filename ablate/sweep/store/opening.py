@@ -34,11 +34,11 @@ from typing import Any, NoReturn
 from ablate.sweep.file.errors import StoreUnreadable, SweepError
 from ablate.sweep.store.location import file_of
 
-BUSY_TIMEOUT_S = 30  # as the engine's connect_args for SQLite (ablate.sweep.store.opening)
+BUSY_TIMEOUT_S = 30  # seconds a SQLite read or write waits for another process's lock
 
 
 class SqliteCursors:
-    """Cursors on a SQLite file that exists (``sqlite3.connect`` would create a missing one)."""
+    """Cursors on an existing SQLite file, opened read-write but never created (``mode=rw``)."""
 
     errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
 
@@ -82,8 +82,7 @@ def plain_sqlite(url: str) -> Path | None:
     """The file of a ``sqlite:///PATH`` URL without options (read with sqlite3), else None."""
     if not url.startswith("sqlite:///") or "?" in url or "%" in url:  # options, or a path SQLAlchemy unquotes
         return None
-    rest = url[len("sqlite:///") :]
-    return Path(rest) if rest and rest != ":memory:" else None
+    return file_of(url)
 
 
 def rows(cursors: Cursors, statement: str) -> list[Any]:
@@ -219,4 +218,4 @@ def read_study_attrs(engine: Cursors, study_id: int) -> dict[str, Any]:
 
 
 def _engine_kwargs(url: str) -> dict[str, Any]:
-    return {"connect_args": {"timeout": 30}} if url.startswith("sqlite") else {}
+    return {"connect_args": {"timeout": BUSY_TIMEOUT_S}} if url.startswith("sqlite") else {}
