@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 
 def did_you_mean(name: object, valid: Iterable[object]) -> str | None:
@@ -25,6 +26,15 @@ class ConfigError(AblateError, ValueError):
     """A configuration is invalid; the message is one line: what, where, what to do."""
 
 
+class SweepError(AblateError, ValueError):
+    """A sweep file, its store or a launcher setting is invalid; one line: what, where, what to do."""
+
+
+class StoreUnreadable(SweepError):
+    """The store's file is there but is not a store (e.g. ``store:`` names the sweep file itself): every
+    command says so, rather than reading it as a store with nothing in it yet."""
+
+
 class TrainingDiverged(AblateError):
     """The training loss became NaN or infinite (a sweep marks the trial failed, kind ``diverged``:
     final, never retried, because the same config and seed diverge again)."""
@@ -42,3 +52,18 @@ class Pruned(Exception):
     def __init__(self, step: int, value: float, metric: str) -> None:
         super().__init__(f"pruned at step {step} ({metric} {value:.4g})")
         self.step, self.value, self.metric = step, value, metric
+
+
+def unknown_key(where: str, key: object, valid: Sequence[str]) -> SweepError:
+    """The line for a key a sweep file (or a launcher's options) does not know: the nearest valid key,
+    else all of them."""
+    close = did_you_mean(key, valid)
+    hint = f"; did you mean {close!r}?" if close else f" (valid: {', '.join(valid)})"
+    return SweepError(f"{where}: unknown key {key!r}{hint}")
+
+
+def check_known_keys(where: str, mapping: Mapping[str, Any], valid: Sequence[str]) -> None:
+    """Raise :func:`unknown_key`'s error for the first key of ``mapping`` not in ``valid``."""
+    for key in mapping:
+        if key not in valid:
+            raise unknown_key(where, key, valid)

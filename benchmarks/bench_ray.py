@@ -64,7 +64,7 @@ def run(path: Path, launcher: str | None) -> float:
 
 def ray_cluster(slots: int) -> bool:
     """True when this started a cluster (to stop at the end)."""
-    from ablate.sweep.file.errors import SweepError
+    from ablate.errors import SweepError
     from ablate.sweep.launch.ray_jobs import job_client
 
     try:

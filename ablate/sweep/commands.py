@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import ablate.sweep.plan.plans as plans
+from ablate.errors import SweepError
 from ablate.sweep.dry_run import print_dry_run
-from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.spec import Sweep, read_sweep_file
 from ablate.sweep.launch import LAUNCHERS
 from ablate.sweep.launch.progress import render_table, title, trial_lines

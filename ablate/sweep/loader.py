@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ablate.sweep.file.errors import SweepError
+from ablate.errors import SweepError
 from ablate.sweep.file.expand import count_trials
 from ablate.sweep.file.plugins import import_plugins
 from ablate.sweep.file.spec import Sweep, SweepFile, expand, read_sweep_file

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from ablate.sweep.file.errors import SweepError
+from ablate.errors import SweepError
 from ablate.tracking import wandb_mode
 
 PROBE_TIMEOUT_S = 3.0

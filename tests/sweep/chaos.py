@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from sweep_harness import TINY_EXPERIMENT, ablate_cmd, fake_env  # noqa: E402
 
-from ablate.sweep.file.errors import SweepError  # noqa: E402
+from ablate.errors import SweepError  # noqa: E402
 from ablate.sweep.file.spec import load_sweep  # noqa: E402
 from ablate.sweep.store.state import LOST_KINDS  # noqa: E402
 from ablate.sweep.store.store import SweepStore  # noqa: E402

@@ -79,7 +79,7 @@ def ray_cluster() -> Any:
     import sys
 
     pytest.importorskip("ray.job_submission", reason='Ray is not installed: pip install -e ".[ray]"')
-    from ablate.sweep.file.errors import SweepError
+    from ablate.errors import SweepError
     from ablate.sweep.launch.ray_jobs import job_client
 
     try:

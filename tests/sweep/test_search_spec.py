@@ -17,7 +17,7 @@ from sweep_harness import fake_env
 from sweep_harness import one_line_error as _one_line_error
 
 from ablate.cli import main
-from ablate.sweep.file.errors import SweepError
+from ablate.errors import SweepError
 from ablate.sweep.file.search_spec import Param, read_search
 
 # The search of the tiny example sweep (two rows, seeds [1, 2]: searched at 1, best re-run at 2).

@@ -28,7 +28,7 @@ from optuna.trial import TrialState
 from sweep_harness import TINY_EXPERIMENT
 
 from ablate.cli import main
-from ablate.sweep.file.errors import SweepError
+from ablate.errors import SweepError
 from ablate.sweep.file.spec import Sweep, load_sweep, trial_id
 from ablate.sweep.launch.base import Launcher
 from ablate.sweep.plan import trial_states
@@ -445,3 +445,28 @@ def test_a_trial_that_ends_after_the_tell_is_still_told(new_sweep: Callable[...,
         assert len(trials) == 2 and {t.state for t in trials} == {TrialState.COMPLETE}, [t.state for t in trials]
     finals = [a for a in store.attempts() if a.attrs["search"]["phase"] == "final"]
     assert len(finals) == 2 and {a.state for a in finals} == {"COMPLETE"}, [a.state for a in finals]
+
+
+def test_the_controllers_view_counts_the_trials_a_search_will_still_sample(
+    new_sweep: Callable[..., Sweep], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The progress view knows no plan: the controller hands it its plan's count, which its heading shows."""
+    from ablate.sweep.launch import base
+    from ablate.sweep.launch.local import LocalLauncher
+    from ablate.sweep.plan.plans import to_add
+
+    views: list[Any] = []
+
+    class Recording(base.ProgressView):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, live=False, **kwargs)
+            self.every_s = 0.0
+            views.append(self)
+
+    sweep = new_sweep(n_trials=3)
+    launcher = LocalLauncher(sweep, SweepStore.for_sweep(sweep))
+    monkeypatch.setattr(base, "ProgressView", Recording)
+    monkeypatch.setattr(launcher, "_loop", lambda detach, view, stop: view.update(launcher.trials()))
+    launcher.run()
+    assert views and views[0].to_add(0) == to_add(sweep, 0) == 6  # 3 trials a row, 2 rows, none sampled
+    assert "(6 to sample)" in capsys.readouterr().out

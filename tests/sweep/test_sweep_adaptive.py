@@ -10,7 +10,7 @@ import pytest
 from sweep_harness import ablate_cmd, fake_env
 
 from ablate.cli import main
-from ablate.sweep.file.errors import SweepError
+from ablate.errors import SweepError
 from ablate.sweep.file.seeds_spec import AdaptiveSeeds, read_adaptive
 from ablate.sweep.file.spec import load_sweep
 from ablate.sweep.plan import trial_states

@@ -19,8 +19,8 @@ import pytest
 from sweep_harness import ablate_cmd, calls, fake_env, two_controllers
 from sweep_harness import wait_for as _wait
 
+from ablate.errors import SweepError
 from ablate.rundir import read_progress
-from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.spec import load_sweep
 from ablate.sweep.loader import load_results
 from ablate.sweep.store.store import SweepStore

@@ -8,7 +8,7 @@ import pytest
 from sweep_harness import one_line_error
 
 from ablate.cli import main
-from ablate.sweep.file.errors import SweepError
+from ablate.errors import SweepError
 from ablate.sweep.launch.ray_jobs import RayLauncher, job_client, room, trial_resources
 
 

@@ -118,7 +118,7 @@ def test_a_pass_reads_once_until_this_process_writes(write_sweep, mode):
 def test_opening_to_read_fails_in_one_line(tmp_path):
     """Opened to read, a store is a SQL engine: a file without Optuna's tables is 'no study yet' (a sweep
     not started), an unknown driver 'cannot open', as when Optuna's storage opened it."""
-    from ablate.sweep.file.errors import SweepError
+    from ablate.errors import SweepError
     from ablate.sweep.store.opening import open_store
 
     empty = tmp_path / "empty.db"
@@ -135,7 +135,7 @@ def test_a_shared_store_without_this_sweeps_study_reads_as_not_started(write_swe
     """A SQLite store that holds another sweep's study only: read with sqlite3, 'no study yet' is one
     line (a KeyError traceback once), and `ablate status` says the sweep has not started."""
     from ablate.cli import main
-    from ablate.sweep.file.errors import SweepError
+    from ablate.errors import SweepError
     from ablate.sweep.store.opening import open_store
 
     shared = f"sqlite:///{tmp_path / 'shared.db'}"

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from ablate.cli import main
-from ablate.sweep.file.errors import SweepError
+from ablate.errors import SweepError
 from ablate.sweep.file.spec import load_sweep, resolve_sweep_path, trial_id
 from ablate.sweep.loader import open_sweep
 from ablate.sweep.store.store import SweepStore, store_url

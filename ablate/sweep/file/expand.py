@@ -17,22 +17,9 @@ from typing import Any
 
 from ablate.config import ConfigError
 from ablate.config.schema import SLOT_FIELDS
-from ablate.errors import did_you_mean
-from ablate.sweep.file.errors import SweepError
+from ablate.errors import SweepError, check_known_keys
 
 ROW_KEYS = ("name", "group", "paper", "overrides", "grid", "zip", "resources", "note")
-
-
-def unknown_key(where: str, key: object, valid: Sequence[str]) -> SweepError:
-    close = did_you_mean(key, valid)
-    hint = f"; did you mean {close!r}?" if close else f" (valid: {', '.join(valid)})"
-    return SweepError(f"{where}: unknown key {key!r}{hint}")
-
-
-def check_keys(where: str, mapping: Mapping[str, Any], valid: Sequence[str]) -> None:
-    for key in mapping:
-        if key not in valid:
-            raise unknown_key(where, key, valid)
 
 
 def check_row(where: str, index: int, row: Any) -> str:
@@ -44,7 +31,7 @@ def check_row(where: str, index: int, row: Any) -> str:
     if not isinstance(row["name"], str) or not row["name"]:
         raise SweepError(f"{where}: row {index + 1}: name must be a non-empty string, got {row['name']!r} (quote it)")
     rwhere = f"{where}: row {row['name']!r}"
-    check_keys(rwhere, row, ROW_KEYS)
+    check_known_keys(rwhere, row, ROW_KEYS)
     for key in ("group", "note"):
         value = row.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (str, int, float))):

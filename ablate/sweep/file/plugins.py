@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from ablate.errors import SweepError
 from ablate.plugins import PluginImportError, import_user_module
-from ablate.sweep.file.errors import SweepError
 
 
 def import_plugins(modules: Sequence[str], base: str | Path, where: str) -> None:

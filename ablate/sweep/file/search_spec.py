@@ -30,8 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ablate.sweep.file.errors import SweepError
-from ablate.sweep.file.expand import check_keys, unknown_key
+from ablate.errors import SweepError, check_known_keys, unknown_key
 
 SEARCH_KEYS = ("metric", "direction", "n_trials", "sampler", "pruner", "params", "parallel", "seed")
 PARAM_KEYS = ("low", "high", "log", "step", "choices")
@@ -149,7 +148,7 @@ def read_param(where: str, key: Any, spec: Any) -> Param:
         raise SweepError(f"{where}.params: {key!r} must be a dotted config key like train.lr_factor")
     if not isinstance(spec, Mapping):
         raise SweepError(f"{pwhere}: must be {{low: .., high: ..}} (with log: true or step: ..) or {{choices: [..]}}")
-    check_keys(pwhere, spec, PARAM_KEYS)
+    check_known_keys(pwhere, spec, PARAM_KEYS)
     if "choices" in spec:
         extra = [k for k in ("low", "high", "log", "step") if k in spec]
         if extra:
@@ -213,7 +212,7 @@ def read_search(where: str, data: Any) -> SearchSpec:
     where = f"{where}: search"
     if not isinstance(data, Mapping):
         raise SweepError(f"{where}: must be a mapping with metric, direction, n_trials, sampler, pruner, params")
-    check_keys(where, data, SEARCH_KEYS)
+    check_known_keys(where, data, SEARCH_KEYS)
     metric = data.get("metric", "val/ppl")
     if not isinstance(metric, str) or metric not in KNOWN_METRICS:
         known = ", ".join(KNOWN_METRICS)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ablate.sweep.file.errors import SweepError
+from ablate.errors import SweepError
 
 UNTIL = ("decided",)
 

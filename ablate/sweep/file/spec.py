@@ -25,8 +25,8 @@ from typing import Any
 
 from ablate.config import ConfigError
 from ablate.config.compose import Experiment
+from ablate.errors import SweepError
 from ablate.rundir import safe_name
-from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.expand import as_layer, check_row, dotlist, expand_row, merge, set_dotted
 from ablate.sweep.file.ids import SeedIds, trial_id
 from ablate.sweep.file.search_spec import SearchSpec, read_search

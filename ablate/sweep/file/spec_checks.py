@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ablate.config import ConfigError, read_yaml
-from ablate.sweep.file.errors import SweepError
-from ablate.sweep.file.expand import check_keys
+from ablate.errors import SweepError, check_known_keys
 
 # Top-level keys of a sweep file, each with what it holds (used in "unknown key" hints and docs).
 SWEEP_KEYS = {
@@ -47,7 +46,7 @@ def _mapping(where: str, data: Mapping[str, Any], key: str, valid: Sequence[str]
     value = data.get(key) or {}
     if not isinstance(value, Mapping):
         raise SweepError(f"{where}: {key} must be a mapping with keys {', '.join(valid)}")
-    check_keys(f"{where}: {key}", value, valid)
+    check_known_keys(f"{where}: {key}", value, valid)
     return dict(value)
 
 
@@ -122,7 +121,7 @@ def check_report(where: str, report: Any) -> dict[str, Any]:
         return {}
     if not isinstance(report, Mapping):
         raise SweepError(f"{where}: report must be a mapping, e.g. {{equivalence: {{ppl: 0.02, bleu: 0.3}}}}")
-    check_keys(f"{where}: report", report, ["equivalence"])
+    check_known_keys(f"{where}: report", report, ["equivalence"])
     margins = _mapping(f"{where}: report", report, "equivalence", ("ppl", "bleu"))
     for key, value in margins.items():
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
@@ -140,7 +139,7 @@ def check_launcher(where: str, launcher: Any) -> dict[str, Any]:
 
 def check_top(where: str, data: Mapping[str, Any]) -> tuple[str, int, tuple[str, ...]]:
     """(name, max_retries, imports)."""
-    check_keys(where, data, list(SWEEP_KEYS))
+    check_known_keys(where, data, list(SWEEP_KEYS))
     for required in ("experiment", "rows") if data.get("search") is None else ("experiment",):
         if required not in data:
             raise SweepError(f"{where}: missing key {required!r} ({SWEEP_KEYS[required]})")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ablate.sweep.file.errors import SweepError
+from ablate.errors import SweepError
 from ablate.sweep.file.spec import SweepFile, Trial
 from ablate.sweep.launch import local, ray_jobs, slurm
 from ablate.sweep.launch.registry import LAUNCHERS

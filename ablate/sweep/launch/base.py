@@ -19,12 +19,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ablate.errors import AblateError
-from ablate.sweep.file.errors import SweepError
-from ablate.sweep.file.expand import unknown_key
+from ablate.errors import AblateError, SweepError, unknown_key
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.launch.progress import ProgressView
-from ablate.sweep.plan import SweepPlan, trial_states
+from ablate.sweep.plan.plans import SweepPlan, to_add, trial_states
 from ablate.sweep.store.state import FINAL_KINDS, NO_AUTO_RETRY, Attempt, TrialView, count, free_retry
 from ablate.sweep.store.store import SweepStore
 
@@ -180,7 +178,7 @@ class Launcher:
     def run(self, detach: bool = False, view: ProgressView | None = None) -> dict[str, int]:
         """Drive the sweep to the end (or, detached, until everything is submitted)."""
         created = self.store.sync(self.sweep)
-        view = view or ProgressView(self.sweep)
+        view = view or ProgressView(self.sweep, to_add=lambda added: to_add(self.sweep, added))
         self.plan = SweepPlan(self.sweep, self.store)
         for line in self.plan.start(created):
             view.note(line)

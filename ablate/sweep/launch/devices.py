@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from ablate.sweep.file.errors import SweepError
+from ablate.errors import SweepError
 from ablate.sweep.file.spec import Sweep
 
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ablate.errors import SweepError
 from ablate.rundir import SPAWNED_AT_ENV
-from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.launch.base import Launcher
 from ablate.sweep.launch.devices import (

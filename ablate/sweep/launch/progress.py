@@ -10,12 +10,11 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ablate.sweep.file.spec import Sweep
-from ablate.sweep.plan.plans import to_add
 from ablate.sweep.store.state import TrialView, count
 
 
@@ -176,8 +175,9 @@ class ProgressView:
     min_redraw_s: float = 1.0
     clock_s: float = 10.0
 
-    def __init__(self, sweep: Sweep, live: bool | None = None) -> None:
+    def __init__(self, sweep: Sweep, live: bool | None = None, to_add: Callable[[int], int] | None = None) -> None:
         self.sweep = sweep
+        self.to_add = to_add or (lambda added: 0)  # trials the plans will still add (the controller's plan)
         self.live_mode = sys.stdout.isatty() if live is None else live
         self._live: Any = None
         self._seen: dict[Any, str] = {}
@@ -196,7 +196,7 @@ class ProgressView:
     def _heading(self, trials: Sequence[TrialView], lines: Sequence[TrialLine]) -> str:
         """``"t: 2 done, 1 running, 3 waiting, 0 failed - 4:10, ETA 12:30"``."""
         # trials a search has not sampled yet count as waiting
-        unsampled = to_add(self.sweep, sum(ln.phase == "search" for ln in lines))
+        unsampled = self.to_add(sum(ln.phase == "search" for ln in lines))
         eta = sweep_eta(lines, unsampled)
         done = not unsampled and all(ln.state in ("done", "failed", "pruned") for ln in lines)
         tail = "" if done else f", ETA {_dur(eta) if eta is not None else '?'}"

@@ -39,8 +39,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from ablate.errors import SweepError
 from ablate.rundir import SPAWNED_AT_ENV, safe_name
-from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.launch.base import Launcher
 from ablate.sweep.launch.devices import (

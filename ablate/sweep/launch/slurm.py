@@ -24,8 +24,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ablate.errors import SweepError
 from ablate.rundir import safe_name
-from ablate.sweep.file.errors import SweepError
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.launch.base import Launcher
 from ablate.sweep.launch.devices import open_jobs, shared_needs

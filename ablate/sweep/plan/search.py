@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ablate.sweep.file.errors import SweepError
+from ablate.errors import SweepError
 from ablate.sweep.file.search_spec import SearchSpec
 from ablate.sweep.file.spec import Sweep, Trial, sample_trial
 from ablate.sweep.store.state import FINAL_KINDS, Attempt, decide

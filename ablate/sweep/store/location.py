@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ablate.sweep.file.errors import SweepError
+from ablate.errors import SweepError
 from ablate.sweep.file.spec import Sweep, SweepFile
 
 

@@ -12,7 +12,7 @@
   table creation and schema check: the study exists, a write command opens the store to write).
 
 A journal file is always opened through Optuna (it has no tables). Errors become one-line
-:class:`~ablate.sweep.file.errors.SweepError`\\ s: a file without Optuna's tables reads as "no study yet".
+:class:`~ablate.errors.SweepError`\\ s: a file without Optuna's tables reads as "no study yet".
 
 **Cursors.** Reading a store needs a DB-API cursor and nothing else of SQLAlchemy, whose import took
 0.23 s: half of ``ablate status`` on the finished mini sweep, against a budget of 0.5 s for the whole
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ablate.sweep.file.errors import StoreUnreadable, SweepError
+from ablate.errors import StoreUnreadable, SweepError
 from ablate.sweep.store.location import file_of
 
 BUSY_TIMEOUT_S = 30  # seconds a SQLite read or write waits for another process's lock

@@ -10,7 +10,7 @@ config: an id is a hash of it) into this sweep's store, pointing at the run fold
 
 from __future__ import annotations
 
-from ablate.sweep.file.errors import SweepError
+from ablate.errors import SweepError
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.store.location import file_of
 from ablate.sweep.store.store import SweepStore

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ablate.sweep.file.errors import StoreUnreadable, SweepError
+from ablate.errors import StoreUnreadable, SweepError
 from ablate.sweep.file.spec import Sweep, SweepFile, Trial
 from ablate.sweep.store.location import file_of, store_url
 from ablate.sweep.store.opening import open_store, optuna_storage, read_study_attrs, study_names
