@@ -5,7 +5,8 @@
 #   bash benchmarks/snapshot_outputs.sh /tmp/after    # on the new one
 #   diff -r /tmp/before /tmp/after
 # Run from the repository root with ablate installed. Each file: the dry run (text and JSON: trial ids,
-# params, FLOPs, cost), `ablate status` and `ablate table`, with their exit codes.
+# params, FLOPs, cost), `ablate status` and `ablate table`, with their exit codes. The checkout's own
+# folder is written as <repo>, so two checkouts in different folders compare equal.
 set -u
 out=${1:?usage: snapshot_outputs.sh OUTDIR}
 mkdir -p "$out"
@@ -17,3 +18,5 @@ for f in sweeps/*.yaml; do
   ablate status "$f" >"$out/$n.status" 2>&1; echo "rc=$?" >>"$out/$n.status"
   ablate table "$f" >"$out/$n.table" 2>&1; echo "rc=$?" >>"$out/$n.table"
 done
+root=$(pwd)
+for f in "$out"/*; do sed -i "s#$root#<repo>#g" "$f"; done
