@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 import ablate.config.check
 from ablate.config import ConfigError, from_dict, load_config, to_dict
@@ -178,3 +179,28 @@ def test_a_value_of_the_wrong_kind_is_one_line(override: str, line: str) -> None
     with pytest.raises(ConfigError) as err:
         load_config(ROOT / "experiments" / "mini.yaml", overrides=[override])
     assert str(err.value).startswith(line) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("layer", "key", "kind"),
+    [
+        ({"model": 5}, "model", "mapping"),
+        ({"data": "x"}, "data", "mapping"),
+        ({"train": [1, 2]}, "train", "mapping"),
+        ({"eval": True}, "eval", "mapping"),
+        ({"logging": {"tags": 5}}, "logging.tags", "list"),
+        ({"logging": {"tags": {"a": 1}}}, "logging.tags", "list"),
+    ],
+)
+def test_a_value_of_the_wrong_kind_names_its_key(tmp_path: Path, layer: dict, key: str, kind: str) -> None:
+    """A section given a number (OmegaConf's error has no key and no message) or a list field given a
+    number says which key and what it must be, from a file and from the command line alike."""
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(yaml.safe_dump(layer))
+    from_file = _one_line_error(exp)
+    assert from_file == f"{exp}: {key}: must be a {kind} (see the schema's default)"
+    dotted, value = key, layer
+    for part in key.split("."):
+        value = value[part]
+    from_line = _one_line_error(None, overrides=[f"{dotted}={yaml.safe_dump(value, default_flow_style=True).strip()}"])
+    assert from_line == f"command line: {key}: must be a {kind} (see the schema's default)"

@@ -188,13 +188,15 @@ def merge_layer(cfg: DictConfig, mapping: Mapping[str, Any], source: str) -> Dic
     check_keys(mapping, cfg, source)
     try:
         return OmegaConf.merge(cfg, mapping)  # type: ignore[return-value]
-    except OmegaConfBaseException as exc:
-        key = getattr(exc, "full_key", None) or "?"
-        msg = str(getattr(exc, "msg", exc)).splitlines()[0]
-        raise ConfigError(f"{source}: {key}: {msg}") from None
-    except TypeError:  # OmegaConf's "Cannot merge incompatible container types": a mapping for a list
+    except (OmegaConfBaseException, TypeError) as exc:
+        # A mapping, list or scalar where the schema holds another kind: OmegaConf says it without the key
+        # ("int is not a subclass of ModelConfig", "AnyNode is not a ListConfig", or a bare TypeError)
         key, want = _container_mismatch(mapping, cfg)
-        raise ConfigError(f"{source}: {key}: must be a {want} (see the schema's default)") from None
+        if key != "?" or isinstance(exc, TypeError):
+            raise ConfigError(f"{source}: {key}: must be a {want} (see the schema's default)") from None
+        key = getattr(exc, "full_key", None) or "?"
+        msg = str(getattr(exc, "msg", None) or exc).splitlines()[0]
+        raise ConfigError(f"{source}: {key}: {msg}") from None
 
 
 def _container_mismatch(mapping: Mapping[str, Any], cfg: Any, prefix: str = "") -> tuple[str, str]:
@@ -203,7 +205,7 @@ def _container_mismatch(mapping: Mapping[str, Any], cfg: Any, prefix: str = "") 
         node = omegaconf_node(cfg, key) if isinstance(cfg, DictConfig) and key in cfg else None
         if isinstance(node, ListConfig) and not isinstance(value, (list, tuple)):
             return f"{prefix}{key}", "list"
-        if isinstance(node, DictConfig) and isinstance(value, (list, tuple)):
+        if isinstance(node, DictConfig) and value is not None and not isinstance(value, Mapping):
             return f"{prefix}{key}", "mapping"
         if isinstance(node, DictConfig) and isinstance(value, Mapping):
             found = _container_mismatch(value, node, f"{prefix}{key}.")
