@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from ablate.cli import main  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 FUZZ_CASES = 60  # per default-tier test: about 10 s in all on 2 cores
 SLOW_CASES = int(os.environ.get("ABLATE_FUZZ_CASES", "2000"))
+NAMELESS = re.compile(r"(^|: )\?: |: None$", re.MULTILINE)
 
 VALID = {
     "name": "fuzz",
@@ -128,6 +130,7 @@ def _one_case(tmp: Path, data: Any, verb: list[str], extra: list[str], capsys: A
     err = capsys.readouterr().err
     assert code in (0, 2), (code, err[-2000:])
     assert "Traceback" not in err, err[-2000:]
+    assert not NAMELESS.search(err), err  # an error that could not say which key ("?: None")
     if code == 2 and not err.startswith("usage:"):
         assert err.strip().count("\n") == 0 or all(ln.startswith("note:") for ln in err.strip().splitlines()[:-1]), err
     assert sorted(p.name for p in tmp.iterdir()) == before  # nothing written, not even a lock file
