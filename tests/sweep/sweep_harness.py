@@ -78,6 +78,21 @@ def first_trial_attempts(path: Path) -> list[Any]:
     return SweepStore.for_sweep(sweep).by_trial().get(sweep.trials[0].trial_id, [])
 
 
+def attempts_by_row(path: Path) -> dict[str, list[Any]]:
+    """Each row's attempts, oldest first, in file order (these tests' sweeps run one seed a row)."""
+    from ablate.sweep.file.spec import load_sweep
+    from ablate.sweep.store.store import SweepStore
+
+    sweep = load_sweep(path)
+    by = SweepStore.for_sweep(sweep).by_trial()
+    return {t.row: by.get(t.trial_id, []) for t in sweep.trials}
+
+
+def attempt_marks(path: Path) -> dict[str, list[tuple[int, str, str | None]]]:
+    """(attempt number, state, failure kind) of each row's attempts."""
+    return {row: [(a.attempt, a.state, a.kind) for a in got] for row, got in attempts_by_row(path).items()}
+
+
 def one_line_error(capsys: Any) -> str:
     """What a command printed on stderr: exactly one line, ``error: ...``, no traceback."""
     err = capsys.readouterr().err.strip()

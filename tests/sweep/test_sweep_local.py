@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from sweep_harness import ablate_cmd, calls, fake_env, two_controllers
+from sweep_harness import ablate_cmd, attempt_marks, calls, fake_env, two_controllers
 from sweep_harness import wait_for as _wait
 
 from ablate.cli import main
@@ -23,12 +23,6 @@ from ablate.sweep.store.store import SweepStore
 pytestmark = pytest.mark.integration
 
 ROWS = [{"name": f"r{i}", "group": "A", "overrides": [f"model.d_ff={16 * (i + 1)}"]} for i in range(4)]
-
-
-def _attempts(path: Path) -> dict[str, list[tuple[int, str, str | None]]]:
-    sweep = load_sweep(path)
-    by = SweepStore.for_sweep(sweep).by_trial()
-    return {t.row: [(a.attempt, a.state, a.kind) for a in by.get(t.trial_id, [])] for t in sweep.trials}
 
 
 def test_sweep_runs_every_trial_once_and_a_rerun_launches_nothing(write_sweep, fake_trainer, capsys):
@@ -55,7 +49,7 @@ def test_sweep_runs_every_trial_once_and_a_rerun_launches_nothing(write_sweep, f
     assert r0.metrics["wandb_run_id"] == r0.trial_id and Path(r0.run_dir).is_dir()
     nan = results[4]
     assert "loss became NaN at step 3" in nan.failure and nan.metrics == {}
-    assert _attempts(path)["nan"] == [(0, "FAIL", "diverged")]  # divergence is final: not retried
+    assert attempt_marks(path)["nan"] == [(0, "FAIL", "diverged")]  # divergence is final: not retried
     before = {r.row + str(r.seed): len(calls(r.run_dir)) for r in results}
     assert set(before.values()) == {1}
 
@@ -77,13 +71,13 @@ def test_a_crash_is_retried_and_resumes_in_the_same_run_dir(write_sweep, fake_tr
     (r,) = load_results(path)
     assert r.state == "done" and r.n_attempts == 2
     assert [c["start"] for c in calls(r.run_dir)] == [0, 0]
-    assert _attempts(path)["flaky"] == [(0, "FAIL", "crashed"), (1, "COMPLETE", None)]
+    assert attempt_marks(path)["flaky"] == [(0, "FAIL", "crashed"), (1, "COMPLETE", None)]
 
 
 def test_an_error_that_would_repeat_fails_once_with_its_reason(write_sweep, fake_trainer, capsys):
     path = write_sweep(rows=[{"name": "long", "group": "A"}], fake={"long": {"mode": "error"}}, max_retries=2)
     assert main(["sweep", str(path)]) == 1
-    assert _attempts(path)["long"] == [(0, "FAIL", "error")]  # not retried: the same config fails the same way
+    assert attempt_marks(path)["long"] == [(0, "FAIL", "error")]  # not retried: the same config fails the same way
     (r,) = load_results(path)
     assert "ConfigError" in r.failure and "model.max_positions=135" in r.failure
     assert len(calls(r.run_dir)) == 1
@@ -110,7 +104,7 @@ def test_kill_9_of_a_trial_is_reaped_retried_and_completes_once(write_sweep):
     finally:
         proc.kill()
     assert proc.returncode == 0, out.decode()
-    attempts = _attempts(path)
+    attempts = attempt_marks(path)
     assert attempts["r0"] == [(0, "FAIL", "killed"), (1, "COMPLETE", None)]
     assert "resuming r0 seed 1 at step" in out.decode() and "(no retry spent)" in out.decode()
     assert attempts["r1"] == [(0, "COMPLETE", None)]
@@ -129,7 +123,7 @@ def test_two_controllers_at_once_run_every_trial_exactly_once(write_sweep):
         fake={"*": {"step_s": 0.2}},
     )
     two_controllers(path)
-    assert all(v == [(0, "COMPLETE", None)] for v in _attempts(path).values()), _attempts(path)
+    assert all(v == [(0, "COMPLETE", None)] for v in attempt_marks(path).values()), attempt_marks(path)
     results = load_results(path)
     assert all(len(calls(r.run_dir)) == 1 for r in results)
     pids = {calls(r.run_dir)[0]["pid"] for r in results}
@@ -152,7 +146,7 @@ def test_ctrl_c_or_sigterm_stops_cleanly_and_a_rerun_resumes(write_sweep, sig):
     finally:
         proc.kill()
     assert proc.returncode == 130 and "interrupted" in out.decode(), out.decode()
-    assert all(v == [(0, "FAIL", "interrupted")] for v in _attempts(path).values())
+    assert all(v == [(0, "FAIL", "interrupted")] for v in attempt_marks(path).values())
     stopped_at = {d: read_progress(d)["step"] for d in dirs}
     done = subprocess.run(ablate_cmd("sweep", str(path)), env=fake_env(), capture_output=True, timeout=300)
     assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
@@ -160,4 +154,4 @@ def test_ctrl_c_or_sigterm_stops_cleanly_and_a_rerun_resumes(write_sweep, sig):
         assert r.state == "done"
         starts = [c["start"] for c in calls(r.run_dir)]
         assert len(starts) == 2 and 0 < starts[1] <= stopped_at[r.run_dir]
-    assert all(v == [(0, "FAIL", "interrupted"), (1, "COMPLETE", None)] for v in _attempts(path).values())
+    assert all(v == [(0, "FAIL", "interrupted"), (1, "COMPLETE", None)] for v in attempt_marks(path).values())

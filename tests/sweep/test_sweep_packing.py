@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from sweep_harness import calls
+from sweep_harness import attempts_by_row, calls
 
 from ablate.cli import main
 from ablate.sweep.file.spec import load_sweep
@@ -43,12 +43,6 @@ def test_packing_needs_one_device_trials(write_sweep, capsys):
     assert "trials_per_device > 1 packs one-device trials; set devices_per_trial: 1" in capsys.readouterr().err
 
 
-def _attempts(path):
-    sweep = load_sweep(path)
-    by = SweepStore.for_sweep(sweep).by_trial()
-    return {t.row: by.get(t.trial_id, []) for t in sweep.trials}
-
-
 @pytest.mark.integration
 def test_two_trials_share_one_slot_at_once(write_sweep, fake_trainer):
     path = write_sweep(
@@ -58,7 +52,7 @@ def test_two_trials_share_one_slot_at_once(write_sweep, fake_trainer):
         fake={"*": {"step_s": 0.25}},
     )
     assert main(["sweep", str(path)]) == 0
-    (a,), (b,) = _attempts(path).values()
+    (a,), (b,) = attempts_by_row(path).values()
     assert a.attrs["devices"] == b.attrs["devices"] == [0] and a.attrs["packed"] == b.attrs["packed"] == 2
     (ra, rb) = load_results(path)
     ca, cb = calls(ra.run_dir)[0], calls(rb.run_dir)[0]
@@ -77,7 +71,7 @@ def test_a_packed_trial_out_of_memory_is_retried_alone_without_spending_a_retry(
         max_retries=0,
     )
     assert main(["sweep", str(path)]) == 0
-    attempts = _attempts(path)
+    attempts = attempts_by_row(path)
     assert [(a.state, a.kind) for a in attempts["r0"]] == [("FAIL", "oom"), ("COMPLETE", None)]
     first, retry = attempts["r0"]
     assert "OutOfMemoryError: CUDA out of memory" in first.attrs["failure"] and first.attrs["packed"] == 2
@@ -96,7 +90,7 @@ def test_out_of_memory_alone_is_final(write_sweep, fake_trainer):
         max_retries=2,
     )
     assert main(["sweep", str(path)]) == 1
-    assert [(a.state, a.kind) for a in _attempts(path)["r0"]] == [("FAIL", "oom")]  # it would fail again
+    assert [(a.state, a.kind) for a in attempts_by_row(path)["r0"]] == [("FAIL", "oom")]  # it would fail again
 
 
 def test_a_sweep_shares_one_compile_cache_beside_its_runs(tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ import subprocess
 import time
 
 import pytest
-from sweep_harness import ablate_cmd, calls, fake_env, two_controllers
+from sweep_harness import ablate_cmd, attempt_marks, calls, fake_env, two_controllers
 from sweep_harness import wait_for as _wait
 
 from ablate.errors import SweepError
@@ -29,12 +29,6 @@ pytestmark = [pytest.mark.ray, pytest.mark.integration]
 
 LAUNCHER = {"name": "ray", "poll_s": 0.5}
 ROWS = [{"name": f"r{i}", "group": "A", "overrides": [f"model.d_ff={32 * (i + 1)}"]} for i in range(4)]
-
-
-def _attempts(path) -> dict[str, list[tuple[int, str, str | None]]]:
-    sweep = load_sweep(path)
-    by = SweepStore.for_sweep(sweep).by_trial()
-    return {t.row: [(a.attempt, a.state, a.kind) for a in by.get(t.trial_id, [])] for t in sweep.trials}
 
 
 def _first(path):
@@ -55,7 +49,7 @@ def test_four_trials_run_as_ray_jobs_once_each(ray_cluster, write_sweep):
     done = _sweep("sweep", str(path))
     took = time.monotonic() - t0
     assert done.returncode == 0, done.stdout + done.stderr
-    assert all(v == [(0, "COMPLETE", None)] for v in _attempts(path).values()), _attempts(path)
+    assert all(v == [(0, "COMPLETE", None)] for v in attempt_marks(path).values()), attempt_marks(path)
     sweep = load_sweep(path)
     by = SweepStore.for_sweep(sweep).by_trial()
     for t in sweep.trials:
@@ -84,7 +78,7 @@ def test_a_stopped_or_killed_job_resumes_from_its_checkpoint_and_completes_once(
     finally:
         proc.kill()
     assert proc.returncode == 0, out.decode()
-    (attempts,) = _attempts(path).values()
+    (attempts,) = attempt_marks(path).values()
     kind = "interrupted" if how == "ray job stop" else "crashed"
     assert attempts == [(0, "FAIL", kind), (1, "COMPLETE", None)]
     starts = [c["start"] for c in calls(run_dir)]
@@ -105,14 +99,14 @@ def test_a_killed_controller_rerun_adopts_the_running_job(ray_cluster, write_swe
         first.wait()
     again = _sweep("sweep", str(path))
     assert again.returncode == 0, again.stdout + again.stderr
-    assert list(_attempts(path).values()) == [[(0, "COMPLETE", None)]]
+    assert list(attempt_marks(path).values()) == [[(0, "COMPLETE", None)]]
     assert len(calls(run_dir)) == 1  # the job trained on; nothing was started twice
 
 
 def test_two_controllers_run_every_trial_once(ray_cluster, write_sweep):
     path = write_sweep(rows=ROWS, launcher=LAUNCHER, overrides=["train.max_steps=4"], fake={"*": {"step_s": 0.2}})
     two_controllers(path)
-    assert all(v == [(0, "COMPLETE", None)] for v in _attempts(path).values()), _attempts(path)
+    assert all(v == [(0, "COMPLETE", None)] for v in attempt_marks(path).values()), attempt_marks(path)
     assert all(len(calls(r.run_dir)) == 1 for r in load_results(path))
 
 
@@ -183,7 +177,7 @@ def test_ctrl_c_stops_the_jobs_it_submitted_and_a_rerun_resumes(ray_cluster, wri
     finally:
         proc.kill()
     assert proc.returncode != 0 and "interrupted" in out.decode(), out.decode()
-    (attempts,) = _attempts(path).values()
+    (attempts,) = attempt_marks(path).values()
     assert attempts == [(0, "FAIL", "interrupted")]
     from ray.job_submission import JobSubmissionClient
 
