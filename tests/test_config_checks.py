@@ -204,3 +204,15 @@ def test_a_value_of_the_wrong_kind_names_its_key(tmp_path: Path, layer: dict, ke
         value = value[part]
     from_line = _one_line_error(None, overrides=[f"{dotted}={yaml.safe_dump(value, default_flow_style=True).strip()}"])
     assert from_line == f"command line: {key}: must be a {kind} (see the schema's default)"
+
+
+def test_a_folder_or_an_unreadable_file_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _one_line_error(tmp_path) == f"{tmp_path}: a folder, not a config file (name a .yaml file in it)"
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("model: {d_model: 64}\n")
+
+    def refuse(self: Path, *args: object, **kwargs: object) -> str:
+        raise PermissionError(13, "Permission denied")  # what chmod 000 gives a user who is not root
+
+    monkeypatch.setattr(Path, "read_text", refuse)
+    assert _one_line_error(exp) == f"{exp}: cannot be read (Permission denied); check its permissions"

@@ -73,17 +73,23 @@ def _parse_yaml(text: str) -> Any:
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping; missing files and syntax errors become one-line ConfigErrors."""
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{p}: a folder, not a config file (name a .yaml file in it)")
     if not p.is_file():
         raise ConfigError(f"{p}: no such config file (check the path; experiments live in experiments/)")
     try:
-        data = copy.deepcopy(_parse_yaml(p.read_text(encoding="utf-8")))  # the caller may change it
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p}: not UTF-8 text") from None
+    except OSError as exc:  # no permission to read it, an I/O error
+        raise ConfigError(f"{p}: cannot be read ({exc.strerror or exc}); check its permissions") from None
+    try:
+        data = copy.deepcopy(_parse_yaml(text))  # the caller may change it
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"{where}: invalid YAML: {problem}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{p}: not UTF-8 text") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
