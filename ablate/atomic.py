@@ -17,6 +17,18 @@ from typing import Any, BinaryIO
 TMP_MARK = ".tmp-"
 
 
+def folder_problem(path: Path) -> str | None:
+    """Create ``path`` (and its parents) where needed; None when files can be written in it, else why not,
+    in a few words for an error line (a file of that name, a missing mount, a read-only disk)."""
+    if path.exists() and not path.is_dir():
+        return "a file, not a folder"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None if os.access(path, os.W_OK) else "not writable"
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
     """A binary file that appears at ``path`` whole or not at all: a fsynced sibling temp + os.replace."""

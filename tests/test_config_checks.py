@@ -216,3 +216,13 @@ def test_a_folder_or_an_unreadable_file_is_one_line(tmp_path: Path, monkeypatch:
 
     monkeypatch.setattr(Path, "read_text", refuse)
     assert _one_line_error(exp) == f"{exp}: cannot be read (Permission denied); check its permissions"
+
+
+def test_an_output_dir_where_no_run_can_go_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ablate.cli import main
+
+    (tmp_path / "afile").write_text("x")
+    assert main(["train", str(ROOT / "experiments" / "mini.yaml"), f"logging.output_dir={tmp_path / 'afile'}"]) == 2
+    err = capsys.readouterr().err.strip()
+    where = f"logging.output_dir={tmp_path / 'afile'}"
+    assert err == f"error: {where}: cannot create it (a file, not a folder); set it to a writable folder"

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import sentencepiece as spm
 
-from ablate.atomic import atomic_write_json
+from ablate.atomic import atomic_write_json, folder_problem
 from ablate.data.budget import EpochStats, epoch_stats
 from ablate.data.catalog import build_corpus
 from ablate.data.errors import DataError
@@ -295,7 +295,10 @@ def prepare(
     final = parent / f"{corpus.name}-{key}"
     if (final / "meta.json").is_file():
         return Prepared(final, cache_hit=True, elapsed_s=time.perf_counter() - t0, max_tokens=max_tokens)
-    parent.mkdir(parents=True, exist_ok=True)
+    if why := folder_problem(parent):  # the same on every try
+        raise DataError(
+            f"{cache}: cannot use it as the data cache ({why}); set data.cache_dir or ABLATE_CACHE to a writable folder"
+        )
     with FileLock(str(parent / f".{final.name}.lock")):
         if (final / "meta.json").is_file():  # another process finished it while we waited
             return Prepared(final, cache_hit=True, elapsed_s=time.perf_counter() - t0, max_tokens=max_tokens)

@@ -11,6 +11,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from ablate.atomic import folder_problem
 from ablate.config import read_yaml, to_dict
 from ablate.config.schema import hash_view
 from ablate.rundir import RunDir, RunDirError, safe_name
@@ -58,7 +59,8 @@ def make_run_dir(cfg: DictConfig, hint: str = "") -> Path:
     """``<logging.output_dir>/[<name>-]<YYYYmmdd-HHMMSS>[-<hint>]-<hash8>``, created; a suffix avoids
     collisions. ``hint``: e.g. :func:`overrides_hint` of the command line."""
     parent = Path(cfg.logging.output_dir)
-    parent.mkdir(parents=True, exist_ok=True)
+    if why := folder_problem(parent):  # the same on every try
+        raise RunDirError(f"logging.output_dir={parent}: cannot create it ({why}); set it to a writable folder")
     name = [cfg.logging.name] if cfg.logging.name else []
     stem = "-".join([*name, time.strftime("%Y%m%d-%H%M%S"), *([hint] if hint else []), config_hash(cfg)[:8]])
     stem = safe_name(stem)

@@ -54,6 +54,17 @@ def test_cache_dir_setting_wins_over_the_environment(data_cfg, tmp_path: Path) -
     assert prepared.dir.parent == tmp_path / "elsewhere" / "prepared"
 
 
+def test_a_cache_where_no_folder_can_be_made_is_one_line(data_cfg, tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(DataError) as exc:
+        prepare_data(data_cfg(f"data.cache_dir={tmp_path / 'afile'}"), progress=False)
+    assert str(exc.value) == (
+        f"{tmp_path / 'afile'}: cannot use it as the data cache (Not a directory); "
+        "set data.cache_dir or ABLATE_CACHE to a writable folder"
+    )
+    assert (tmp_path / "afile").read_text() == "x"
+
+
 def test_max_len_drops_and_counts_and_raw_stays_aligned(data_cfg) -> None:
     full = prepare_data(data_cfg(), progress=False)
     cut = prepare_data(data_cfg("data.max_len=20", "data.max_tokens=4096"), progress=False)
