@@ -73,9 +73,9 @@ def _parse_yaml(text: str) -> Any:
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping; missing files and syntax errors become one-line ConfigErrors."""
     p = Path(path)
-    if p.is_dir():
-        raise ConfigError(f"{p}: a folder, not a config file (name a .yaml file in it)")
-    if not p.is_file():
+    if not p.is_file():  # one stat on the common path; a second only to say which mistake
+        if p.is_dir():
+            raise ConfigError(f"{p}: a folder, not a config file (name a .yaml file in it)")
         raise ConfigError(f"{p}: no such config file (check the path; experiments live in experiments/)")
     try:
         text = p.read_text(encoding="utf-8")
