@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,3 +45,62 @@ def cpu_trainer() -> Any:
     import lightning.pytorch as pl
 
     return lambda **kw: pl.Trainer(**{**CPU_TRAINER, **kw})
+
+
+@pytest.fixture
+def isolated_registries(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Variants a test registers (a plugin it imports) vanish after it, with the plugin's module: every
+    model registry is a copy for the test, and modules imported during it are forgotten. Without it a
+    plugin stays registered for the tests that run after it in the same process, and the tests that list
+    the registries (the revisited sweeps' rows, the catalogue's error lines) fail in some orders only."""
+    import sys
+
+    from ablate.model.slots import SLOT_REGISTRIES
+
+    for reg in SLOT_REGISTRIES.values():
+        monkeypatch.setattr(reg, "_entries", dict(reg._entries))
+        monkeypatch.setattr(reg, "_docs", dict(reg._docs))
+    before = list(sys.path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    yield
+    added = [str(Path(p).resolve()) for p in sys.path if p not in before]  # the plugins' folders
+    for name, module in list(sys.modules.items()):
+        if any(str(getattr(module, "__file__", None) or "").startswith(folder) for folder in added):
+            del sys.modules[name]
+
+
+# Tests that share one cluster run in one xdist group, so that under `pytest -n 2 --dist loadgroup` two
+# workers never race one SLURM queue or one Ray cluster (each group runs on one worker, in order).
+CLUSTER_GROUPS = ("slurm", "ray")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for name in CLUSTER_GROUPS:
+            if item.get_closest_marker(name) is not None:
+                item.add_marker(pytest.mark.xdist_group(name))
+                break
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A prepared-data cache private to this test process, unless $ABLATE_CACHE is set by the user: tests
+    never write to the user's ~/.cache, and data that one xdist worker prepares cannot change what a test
+    of the other reads mid-test (a table's unigram floor appears once a split is prepared). A worker
+    inherits its controller's environment, so a cache this hook made (``_TEST_CACHE``) is replaced."""
+    import os
+    import tempfile
+
+    if os.environ.get("ABLATE_CACHE") in (None, "", os.environ.get(_TEST_CACHE)):
+        folder = tempfile.mkdtemp(prefix="ablate-test-cache-")
+        os.environ["ABLATE_CACHE"] = os.environ[_TEST_CACHE] = folder
+        config.add_cleanup(_remove_tree(folder))
+
+
+_TEST_CACHE = "ABLATE_TEST_SESSION_CACHE"  # the cache pytest_configure made, told apart from the user's
+
+
+def _remove_tree(folder: str) -> Any:
+    import shutil
+
+    return lambda: shutil.rmtree(folder, ignore_errors=True)

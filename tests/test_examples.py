@@ -31,7 +31,7 @@ def test_variant_example_sweep_validates_and_dry_runs() -> None:
     assert rows["sinusoidal"]["params"] < rows["learned"]["params"]
 
 
-def test_the_plugin_keeps_the_contract(monkeypatch) -> None:
+def test_the_plugin_keeps_the_contract(monkeypatch, isolated_registries) -> None:
     monkeypatch.syspath_prepend(str(ROOT / "examples"))
     import scaled_sinusoidal
 

@@ -6,8 +6,11 @@ owner), raises ``TrainingDiverged`` on NaN - in milliseconds. Behaviour comes fr
 beside the sweep file (``write_sweep(fake=...)``; the config itself only takes real options):
 ``{"*": {...}, "<row name>": {...}}`` with ``mode`` (ok | nan | crash | error: a ConfigError | oom:
 torch's OutOfMemoryError | oom_packed: the same while the trial shares its device), ``step_s`` (sleep per step),
-``ppl`` and ``noise`` (the final dev PPL: ``ppl`` x (1 + ``noise`` x a
-fixed draw per row and seed); default 5 + seed) and ``crash_once`` (crash on the first attempt only).
+``hold_at`` (stop at that step, checkpointed, until the file ``release`` appears in the run directory
+or a stop signal arrives: an interruption then lands at a known step, with no sleeping through
+``step_s`` x ``max_steps``; a run resumed past that step does not hold), ``ppl`` and ``noise`` (the
+final dev PPL: ``ppl`` x (1 + ``noise`` x a fixed draw per row and seed); default 5 + seed) and
+``crash_once`` (crash on the first attempt only).
 Every call appends one line to ``<output_dir>/calls.log`` so tests can count executions.
 """
 
@@ -45,6 +48,20 @@ def _ppl(args: dict[str, Any], cfg: Any) -> float:
         return 5.0 + cfg.train.seed
     draw = zlib.crc32(f"{cfg.logging.name}:{cfg.train.seed}".encode()) / 2**32 - 0.5
     return float(args["ppl"]) * (1.0 + float(args.get("noise", 0.0)) * draw)
+
+
+HOLD_LIMIT_S = 600.0  # a hold nobody releases or signals is a broken test: it fails instead of hanging
+
+
+def _hold(run: RunDir, step: int) -> None:
+    """Wait at ``step`` until ``<run dir>/release`` exists or a stop signal arrives (which raises, as
+    between two steps of the real trainer)."""
+    end = time.time() + HOLD_LIMIT_S
+    while not (run.path / "release").exists():
+        preempt.check(f"at step {step}")
+        if time.time() > end:
+            raise RuntimeError(f"fake trainer held at step {step} for {HOLD_LIMIT_S:.0f} s: nothing released it")
+        time.sleep(0.05)
 
 
 def train(cfg: Any, output_dir: str, *, resume: bool = True, trainer_kwargs: Any = None, wandb_id: Any = None) -> dict:
@@ -100,6 +117,8 @@ def train(cfg: Any, output_dir: str, *, resume: bool = True, trainer_kwargs: Any
                 "eta_s": 0.0,
             }
         )
+        if step == args.get("hold_at"):
+            _hold(run, step)
         if step < max_steps:  # like the real trainer: a stop signal ends the step just checkpointed
             preempt.check(f"at step {step}")
     metrics = {

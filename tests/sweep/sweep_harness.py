@@ -93,6 +93,11 @@ def attempt_marks(path: Path) -> dict[str, list[tuple[int, str, str | None]]]:
     return {row: [(a.attempt, a.state, a.kind) for a in got] for row, got in attempts_by_row(path).items()}
 
 
+def release(run_dir: str | Path) -> None:
+    """Let a fake trial held at its ``hold_at`` step go on (fake_trainer.py)."""
+    (Path(run_dir) / "release").touch()
+
+
 def one_line_error(capsys: Any) -> str:
     """What a command printed on stderr: exactly one line, ``error: ...``, no traceback."""
     err = capsys.readouterr().err.strip()

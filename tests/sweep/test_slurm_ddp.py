@@ -26,7 +26,9 @@ from ablate.sweep.file.spec import load_sweep
 
 pytestmark = [pytest.mark.slurm, pytest.mark.integration, pytest.mark.slow]
 
-STEPS = 4000  # long enough that the requeue lands mid-training however fast the job starts
+# The requeue is sent at step 30; the two ranks then train ~100 steps/s on 2 cores, so the 970 steps left
+# give it ~10 s to land where it takes under 1 s (the job's start-up is waited out: the wait is on step 30).
+STEPS = 1000
 EXPERIMENT = {
     "model": {"n_layers": 1, "d_model": 16, "d_ff": 32, "n_heads": 2, "max_positions": 128},
     "data": {"corpus": "builtin", "vocab_size": 120, "max_len": 64, "max_tokens": 256, "tokenizer_sample": 1000},

@@ -87,7 +87,7 @@ def test_kill_9_of_a_trial_is_reaped_retried_and_completes_once(write_sweep):
     path = write_sweep(
         rows=ROWS[:2],
         overrides=["train.max_steps=30"],
-        fake={"*": {"step_s": 0.25}},
+        fake={"r0": {"hold_at": 4}},  # r0 waits at step 4 for its kill -9; the retry trains the rest at once
         launcher={"name": "local", "slots": 2, "poll_s": 0.2},
     )
     proc = subprocess.Popen(
@@ -134,7 +134,8 @@ def test_two_controllers_at_once_run_every_trial_exactly_once(write_sweep):
 def test_ctrl_c_or_sigterm_stops_cleanly_and_a_rerun_resumes(write_sweep, sig):
     """SIGTERM (a `timeout`, a logout, `docker stop`) as Ctrl-C: it killed the controller silently and its
     workers, in sessions of their own, trained on unseen."""
-    path = write_sweep(rows=ROWS[:2], overrides=["train.max_steps=40"], fake={"*": {"step_s": 0.25}})
+    # both trials wait at step 3 for the signal; the rerun trains the rest at once
+    path = write_sweep(rows=ROWS[:2], overrides=["train.max_steps=40"], fake={"*": {"hold_at": 3}})
     proc = subprocess.Popen(
         ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )

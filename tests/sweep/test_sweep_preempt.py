@@ -75,7 +75,7 @@ def test_scontrol_requeue_resumes_in_place_without_a_controller(slurm_cluster, w
         launcher=LAUNCHER,
         heartbeat={"interval_s": 1, "grace_s": 8},
         overrides=["train.max_steps=80"],
-        fake={"*": {"step_s": 0.25}},
+        fake={"*": {"hold_at": 5}},  # held at step 5 until the requeue's SIGTERM; the rest runs at once
     )
     _detach(path, [sys.executable, str(Path(__file__).parent / "fake_controller.py")], fake_env())
     run_dir = load_sweep(path).trials[0].run_dir
@@ -94,14 +94,13 @@ def test_scontrol_requeue_resumes_in_place_without_a_controller(slurm_cluster, w
 
 def test_time_limit_checkpoints_and_requeues_itself(slurm_cluster, write_sweep):
     # 1 minute of wall time with SIGUSR2 asked 10 s ahead (it came up to ~15 s earlier still here) for a
-    # trial that trains 60 s after its start-up: it needs at least one requeue, which no controller
-    # makes, however fast the start-up (160 steps, 40 s, once finished before the signal on a quiet CI
-    # machine).
+    # trial held at step 4 until a signal comes: it needs at least one requeue, which no controller makes,
+    # however fast the start-up; the resumed run trains the rest at once.
     path = write_sweep(
         rows=[{"name": "a", "group": "A"}],
         launcher={**LAUNCHER, "timeout_min": 1, "signal_delay_s": 10},
         overrides=["train.max_steps=240"],
-        fake={"*": {"step_s": 0.25}},
+        fake={"*": {"hold_at": 4}},
     )
     _detach(path, [sys.executable, str(Path(__file__).parent / "fake_controller.py")], fake_env())
     attempts = _wait(lambda: _finished(path), 560, "the trial to finish across time limits")
@@ -120,14 +119,14 @@ def test_time_limit_checkpoints_and_requeues_itself(slurm_cluster, write_sweep):
 def test_time_limit_with_only_sigterm_requeues_itself(slurm_cluster, write_sweep):
     # signal_delay_s 0 (--signal=USR2@0): SLURM 22.05 sends no SIGUSR2 at all, only the SIGTERM of the
     # time limit, 0-30 s after the 1-minute limit (6-22 s seen), with the job already TIMEOUT in sacct
-    # and SIGKILL KillWait (5 s) later. The trial trains 85 s after a start-up of 10-15 s: it needs a
-    # requeue, which only the task itself makes (SLURM never requeues a TIMEOUT job), and the rest fits
-    # in the second minute.
+    # and SIGKILL KillWait (5 s) later. The trial is held at step 4 until that signal: it needs a
+    # requeue, which only the task itself makes (SLURM never requeues a TIMEOUT job), and the resumed
+    # run trains the rest at once.
     path = write_sweep(
         rows=[{"name": "a", "group": "A"}],
         launcher={**LAUNCHER, "timeout_min": 1, "signal_delay_s": 0},
         overrides=["train.max_steps=340"],
-        fake={"*": {"step_s": 0.25}},
+        fake={"*": {"hold_at": 4}},
     )
     _detach(path, [sys.executable, str(Path(__file__).parent / "fake_controller.py")], fake_env())
     attempts = _wait(lambda: _finished(path), 500, "the trial to finish across SIGTERM-only time limits")
@@ -173,7 +172,16 @@ def test_real_trainer_requeue_resumes_into_the_same_wandb_run(slurm_cluster, wri
     path = write_sweep(
         rows=[{"name": "a", "group": "A"}],
         launcher=LAUNCHER,
-        overrides=["train.max_steps=400", "train.val_every_steps=200", "train.log_every_steps=5"],
+        # the test compares val/nll, val/ppl and step: a short final evaluation (no test split, greedy,
+        # 20 sentences) in place of the default beam 4 over 1,000 + 1,000 sentences, twice
+        overrides=[
+            "train.max_steps=400",
+            "train.val_every_steps=200",
+            "train.log_every_steps=5",
+            "eval.test=false",
+            "eval.beam_size=1",
+            "eval.bleu_max_sentences=20",
+        ],
         wandb={"mode": "offline"},
     )
     env = fake_env({"WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "WANDB_CACHE_DIR": str(tmp_path / "c")})

@@ -16,7 +16,7 @@ import subprocess
 import time
 
 import pytest
-from sweep_harness import ablate_cmd, attempt_marks, calls, fake_env, two_controllers
+from sweep_harness import ablate_cmd, attempt_marks, calls, fake_env, release, two_controllers
 from sweep_harness import wait_for as _wait
 
 from ablate.errors import SweepError
@@ -61,7 +61,8 @@ def test_four_trials_run_as_ray_jobs_once_each(ray_cluster, write_sweep):
 
 @pytest.mark.parametrize("how", ["ray job stop", "kill -9"])
 def test_a_stopped_or_killed_job_resumes_from_its_checkpoint_and_completes_once(ray_cluster, write_sweep, how):
-    path = write_sweep(rows=ROWS[:1], launcher=LAUNCHER, overrides=["train.max_steps=40"], fake={"*": {"step_s": 0.25}})
+    # held at step 4 until stopped or killed; the retry trains the rest at once
+    path = write_sweep(rows=ROWS[:1], launcher=LAUNCHER, overrides=["train.max_steps=40"], fake={"*": {"hold_at": 4}})
     proc = subprocess.Popen(
         ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
@@ -111,7 +112,8 @@ def test_two_controllers_run_every_trial_once(ray_cluster, write_sweep):
 
 
 def test_detach_submits_and_status_follows_the_jobs(ray_cluster, write_sweep):
-    path = write_sweep(rows=ROWS[:2], launcher=LAUNCHER, overrides=["train.max_steps=40"], fake={"*": {"step_s": 0.25}})
+    # r0 waits at step 2 until status has seen it run, then is released
+    path = write_sweep(rows=ROWS[:2], launcher=LAUNCHER, overrides=["train.max_steps=40"], fake={"r0": {"hold_at": 2}})
     sub = _sweep("sweep", str(path), "--detach", timeout=120)
     assert sub.returncode == 0 and "submitted 2 job(s): ablate-t-" in sub.stdout, sub.stdout + sub.stderr
     run_dir = load_sweep(path).trials[0].run_dir
@@ -119,6 +121,7 @@ def test_detach_submits_and_status_follows_the_jobs(ray_cluster, write_sweep):
     running = _sweep("status", str(path), timeout=60)
     job = _first(path)[0].attrs["ray_job"]
     assert f"job: r0 seed 1: Ray job {job} RUNNING" in running.stdout, running.stdout + running.stderr
+    release(run_dir)
     _wait(lambda: all(r.state == "done" for r in load_results(path)), what="the detached jobs to finish")
     status = _sweep("status", str(path), timeout=60)
     assert status.returncode == 0 and "2 done" in status.stdout and "job:" not in status.stdout, status.stdout
@@ -165,7 +168,8 @@ def test_packed_trials_ask_a_share_of_a_device_and_out_of_memory_retries_alone(r
 
 
 def test_ctrl_c_stops_the_jobs_it_submitted_and_a_rerun_resumes(ray_cluster, write_sweep):
-    path = write_sweep(rows=ROWS[:1], launcher=LAUNCHER, overrides=["train.max_steps=40"], fake={"*": {"step_s": 0.25}})
+    # held at step 3 until the job is stopped; the rerun trains the rest at once
+    path = write_sweep(rows=ROWS[:1], launcher=LAUNCHER, overrides=["train.max_steps=40"], fake={"*": {"hold_at": 3}})
     proc = subprocess.Popen(
         ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )

@@ -42,7 +42,11 @@ def _finish_every_trial(path: Path) -> None:
     (folder / "wandb" / SUMMARY_RECORD).write_text(json.dumps(record), encoding="utf-8")
 
 
-def test_a_rerun_of_a_finished_sweep_launches_nothing_and_imports_no_torch_or_wandb(write_sweep, tmp_path):
+def test_a_rerun_of_a_finished_sweep_launches_nothing_and_imports_no_torch_or_wandb(write_sweep, tmp_path, monkeypatch):
+    # A cache of this test's own: the table reads the trials' prepared data (the unigram floor), so data that
+    # another test prepares between the table written here and the rerun's would change it, and the rerun
+    # would rightly redraw the plot and log again (it failed so under `pytest -n 2` on a fresh machine).
+    monkeypatch.setenv("ABLATE_CACHE", str(tmp_path / "cache"))
     path = write_sweep(rows=ROWS, seeds=[1, 2], wandb={"mode": "offline"})
     _finish_every_trial(path)
     code = (

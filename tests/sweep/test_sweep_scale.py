@@ -1,7 +1,12 @@
 """Many trials end to end through the local launcher (the fake trainer: real worker processes,
-milliseconds of training each): a sweep of 1,000 trials and a search of 1,000. Every trial runs once,
-none twice, and the search never trains more than ``n_trials`` per row. The cost of a controller pass
-at this size is measured by benchmarks/bench_controller.py; this checks that nothing breaks or repeats.
+milliseconds of training each). Every trial runs once, none twice, and the search never trains more
+than ``n_trials`` per row. The cost of a controller pass at this size is measured by
+benchmarks/bench_controller.py; this checks that nothing breaks or repeats.
+
+The integration tier runs one 1,000-trial run end to end (the search: concurrent samplers over four
+rows, the stronger check), a 1,000-trial grid's dry run (the ``--max-trials`` rule) and a grid of
+200 trials to the end and rerun. The grid at 1,000 trials end to end (about 8 minutes on 2 cores)
+is marked ``scale`` only: ``pytest -m scale`` runs it (see docs/ci.md).
 """
 
 from __future__ import annotations
@@ -12,34 +17,55 @@ import pytest
 from sweep_harness import calls
 
 from ablate.cli import main
-from ablate.sweep.loader import load_results
+from ablate.sweep.loader import MAX_TRIALS, load_results
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-N = 1000
 N_SEARCH = 1000
+N_GRID = 200  # the grid in the integration tier: every trial once, and a rerun launches nothing
+N_FULL = 1000  # the grid under the `scale` marker, and the size of the dry run's --max-trials check
 LAUNCHER = {"name": "local", "slots": 4, "poll_s": 0.2}
 
 
-def _ran_once(results: list) -> None:  # the sweep's N trials
-    assert len(results) == N and {r.state for r in results} == {"done"}
-    assert len({r.run_dir for r in results}) == N  # no two trials share a run directory
-    runs = Counter(len(calls(r.run_dir)) for r in results)
-    assert runs == {1: N}, runs  # every trial trained exactly once
-
-
-def test_a_sweep_of_1000_trials_runs_each_once(write_sweep, fake_trainer, capsys) -> None:
+def _grid(write_sweep, n: int):
     rows = [{"name": f"r{i}", "group": "A", "overrides": [f"model.d_ff={16 + i}"]} for i in range(10)]
-    path = write_sweep(rows=rows, seeds=list(range(1, N // 10 + 1)), launcher=LAUNCHER)
-    confirm = ["--max-trials", str(N)]  # over the default limit of 500 trials, on purpose
+    return write_sweep(rows=rows, seeds=list(range(1, n // 10 + 1)), launcher=LAUNCHER)
+
+
+def _runs_each_once_and_a_rerun_launches_nothing(path, n: int, capsys) -> None:
+    confirm = ["--max-trials", str(n)]
     assert main(["sweep", str(path), *confirm]) == 0
-    _ran_once(load_results(path))
+    results = load_results(path)
+    assert len(results) == n and {r.state for r in results} == {"done"}
+    assert len({r.run_dir for r in results}) == n  # no two trials share a run directory
+    runs = Counter(len(calls(r.run_dir)) for r in results)
+    assert runs == {1: n}, runs  # every trial trained exactly once
     capsys.readouterr()
     assert main(["sweep", str(path), *confirm]) == 0  # a rerun of the finished sweep launches nothing
     assert "0 new trial(s)" in capsys.readouterr().out
-    assert Counter(len(calls(r.run_dir)) for r in load_results(path)) == {1: N}
+    assert Counter(len(calls(r.run_dir)) for r in load_results(path)) == {1: n}
 
 
+def test_a_grid_over_the_limit_needs_max_trials_at_the_dry_run(write_sweep, capsys) -> None:
+    assert N_FULL > MAX_TRIALS  # the check below is about a sweep over the default limit
+    path = _grid(write_sweep, N_FULL)
+    assert main(["sweep", str(path), "--dry-run"]) == 2
+    assert f"--max-trials {N_FULL}" in capsys.readouterr().err
+    assert main(["sweep", str(path), "--dry-run", "--max-trials", str(N_FULL)]) == 0
+    assert f"{N_FULL} trials, 10 rows" in capsys.readouterr().out
+    assert not (path.parent / "runs").exists()  # nothing ran
+
+
+@pytest.mark.integration
+def test_a_sweep_of_200_trials_runs_each_once(write_sweep, fake_trainer, capsys) -> None:
+    _runs_each_once_and_a_rerun_launches_nothing(_grid(write_sweep, N_GRID), N_GRID, capsys)
+
+
+@pytest.mark.scale
+def test_a_sweep_of_1000_trials_runs_each_once(write_sweep, fake_trainer, capsys) -> None:
+    _runs_each_once_and_a_rerun_launches_nothing(_grid(write_sweep, N_FULL), N_FULL, capsys)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
 def test_a_search_of_1000_trials_keeps_n_trials_per_row(write_sweep, fake_trainer) -> None:
     rows = [{"name": f"r{i}", "group": "A"} for i in range(4)]
     search = {

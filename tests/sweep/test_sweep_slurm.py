@@ -50,7 +50,7 @@ def test_requeued_job_resumes_from_its_checkpoint(slurm_cluster, write_sweep):
         launcher=LAUNCHER,
         heartbeat={"interval_s": 1, "grace_s": 8},
         overrides=["train.max_steps=60"],
-        fake={"*": {"step_s": 0.25}},
+        fake={"*": {"hold_at": 5}},  # held at step 5 until the requeue's SIGTERM; the rest runs at once
     )
     proc = subprocess.Popen(
         ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
@@ -76,7 +76,7 @@ def test_detach_then_scancel_is_reported_as_cancelled(slurm_cluster, write_sweep
         rows=[{"name": "a", "group": "A"}],
         launcher=LAUNCHER,
         overrides=["train.max_steps=200"],
-        fake={"*": {"step_s": 0.25}},
+        fake={"*": {"hold_at": 2}},  # held at step 2 until scancel ends it
     )
     t0 = time.time()
     sub = subprocess.run(

@@ -48,7 +48,7 @@ def test_a_requeued_pack_resumes_each_trial_from_its_checkpoint(slurm_cluster, w
         launcher=LAUNCHER,
         heartbeat={"interval_s": 1, "grace_s": 8},
         overrides=["train.max_steps=60"],
-        fake={"*": {"step_s": 0.25}},
+        fake={"*": {"hold_at": 5}},  # both held at step 5 until the requeue's SIGTERM; the rest runs at once
     )
     proc = subprocess.Popen(
         ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
