@@ -5,7 +5,7 @@ benchmarks/bench_controller.py; this checks that nothing breaks or repeats.
 
 The integration tier runs one 1,000-trial run end to end (the search: concurrent samplers over four
 rows, the stronger check), a 1,000-trial grid's dry run (the ``--max-trials`` rule) and a grid of
-200 trials to the end and rerun. The grid at 1,000 trials end to end (about 8 minutes on 2 cores)
+200 trials to the end and rerun. The grid at 1,000 trials end to end (about 9 minutes on 2 cores)
 is marked ``scale`` only: ``pytest -m scale`` runs it (see docs/ci.md).
 """
 
