@@ -141,8 +141,10 @@ def test_a_long_file_says_why() -> None:
 # of machines (packing's places, the worker command), out of the controller loop's file (5); 141 for
 # launch/slurm_job.py, the job's side of SLURM (one trial or a pack), out of the submitting side's file;
 # then down to 117 and 12 floors: the sweep errors and the unknown-key line live in ablate/errors.py with
-# the house's other errors (-23), and the controller hands the progress view its plan's count (-1)).
-MAX_ARROWS, MAX_FLOORS = 117, 12
+# the house's other errors (-23), and the controller hands the progress view its plan's count (-1);
+# 118 for the controller reading sacct through launch/slurm_queue.py, the pure parsers of SLURM's tools,
+# which now reads a job's steps for the signal that killed it).
+MAX_ARROWS, MAX_FLOORS = 118, 12
 
 
 def test_the_wing_graph_does_not_grow() -> None:

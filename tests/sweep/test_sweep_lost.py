@@ -65,3 +65,38 @@ def test_a_retry_does_not_carry_a_free_retrys_marks(write_sweep):
     store.fail(second.storage_id, "boom", "crashed")
     assert store.retry(store.get(second.storage_id))
     assert "resumed_at" not in store.attempts()[-1].attrs and "stalls" not in store.attempts()[-1].attrs
+
+
+def test_a_kill_shown_only_in_a_step_of_the_job_is_a_kill():
+    """What sacct printed on a real cluster for four workers killed with -9: one job's codes carried no
+    signal (srun force-terminated its step, CANCELLED 0:9) and its kill was read as a crash."""
+    from ablate.sweep.launch.slurm import ended_kind, exit_signal
+    from ablate.sweep.launch.slurm_queue import parse_sacct
+
+    out = "\n".join(
+        [
+            "10_0|FAILED|9:0|0:9",
+            "10_0.batch|FAILED|9:0|",
+            "10_0.0|FAILED|0:9|",
+            "10_1|FAILED|9:0|0:0",
+            "10_1.batch|FAILED|9:0|",
+            "10_1.extern|COMPLETED|0:0|",
+            "10_1.0|CANCELLED|0:9|",
+            "10_4|COMPLETED|0:0|0:0",
+            "10_4.batch|COMPLETED|0:0|",
+            "11|FAILED|1:0|0:0",
+            "11.batch|FAILED|1:0|",
+            "12|CANCELLED by 0|0:0|0:0",
+            "",
+        ]
+    )
+    ended = parse_sacct(out, exit_signal)
+    assert ended == {
+        "10_0": ("FAILED", 9),
+        "10_1": ("FAILED", 9),
+        "10_4": ("COMPLETED", None),
+        "11": ("FAILED", None),
+        "12": ("CANCELLED", None),
+    }
+    kinds = {job: ended_kind(state, sig) for job, (state, sig) in ended.items() if state != "COMPLETED"}
+    assert kinds == {"10_0": "killed", "10_1": "killed", "11": "crashed", "12": "cancelled"}

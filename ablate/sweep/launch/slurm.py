@@ -31,6 +31,7 @@ from ablate.sweep.launch.base import Launcher
 from ablate.sweep.launch.devices import open_jobs, shared_needs
 from ablate.sweep.launch.registry import LAUNCHERS
 from ablate.sweep.launch.slurm_job import SlurmPack, SlurmTrial
+from ablate.sweep.launch.slurm_queue import parse_sacct
 from ablate.sweep.store.state import Attempt
 
 # Signals that end a task from outside (kill -9, kill, Ctrl-C, a hang-up): a job FAILED by one of them,
@@ -197,7 +198,6 @@ class SlurmLauncher(Launcher):
                     "sacct",
                     "-n",
                     "-P",
-                    "-X",
                     "-o",
                     "JobID,State,ExitCode,DerivedExitCode",
                     "-j",
@@ -210,12 +210,8 @@ class SlurmLauncher(Launcher):
             ).stdout
         except (OSError, subprocess.SubprocessError):
             return  # unknown: the heartbeat decides
-        for line in out.splitlines():
-            job, state, code, derived = (line.split("|") + ["", "", ""])[:4]
-            if job and state:
-                self._states[job.strip()] = state.split()[0] if state.split() else state
-                # a task killed by a signal shows it in the job's derived code (its steps'), e.g. 0:9
-                self._signals[job.strip()] = exit_signal(code) or exit_signal(derived)
+        for job, (state, sig) in parse_sacct(out, exit_signal).items():  # the jobs and their steps' signals
+            self._states[job], self._signals[job] = state, sig
 
     def _job_state(self, attempt: Attempt) -> str | None:
         job = attempt.attrs.get("slurm_job")

@@ -1,12 +1,14 @@
-"""What slurmctld says about a job that is being stopped: was its SIGTERM the time limit?
+"""What SLURM's tools say about a job: was its SIGTERM the time limit (squeue), how did it end (sacct)?
 
 The SLURM task asks ``squeue`` when a SIGTERM arrives (:mod:`ablate.sweep.launch.slurm`): SLURM never
-requeues a job ended at its time limit, so then the task requeues itself and keeps its claim. Pure:
-parsing and the decision, tested on what squeue printed on a real cluster.
+requeues a job ended at its time limit, so then the task requeues itself and keeps its claim. The
+controller reads ``sacct`` to learn how a job ended. Pure: parsing and the decision, tested on what the
+tools printed on a real cluster.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -36,6 +38,28 @@ def parse_squeue(out: str) -> JobInfo | None:
     except ValueError:  # N/A, Unknown, NONE
         end = None
     return JobInfo(parts[0].split()[0], parts[1], end)
+
+
+def parse_sacct(out: str, signal_of: Callable[[str], int | None]) -> dict[str, tuple[str, int | None]]:
+    """Each job's (state, signal) from ``sacct -n -P -o JobID,State,ExitCode,DerivedExitCode``: the state
+    of the job's own line, the signal from its codes or else from any of its steps' (``10_1.0``).
+
+    The steps are read because a task killed by a signal does not always show it in the job's codes: on
+    SLURM 22.05 a kill -9 of the task left one job ``FAILED 9:0`` with derived code ``0:0`` (srun
+    force-terminated the step, ``CANCELLED 0:9``) while the same kill of three others gave ``0:9``.
+    Without the step the kill read as a crash and spent a retry."""
+    ended: dict[str, tuple[str, int | None]] = {}
+    for line in out.splitlines():
+        job, state, code, derived = [part.strip() for part in (line.split("|") + ["", "", ""])[:4]]
+        if not job or not state:
+            continue
+        base, step = job.partition(".")[0], "." in job
+        sig = signal_of(code) or signal_of(derived)
+        if not step:
+            ended[base] = (state.split()[0], sig)
+        elif base in ended and ended[base][1] is None and sig is not None:
+            ended[base] = (ended[base][0], sig)
+    return ended
 
 
 def env_end_time(value: str | None) -> float | None:
