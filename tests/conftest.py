@@ -50,9 +50,11 @@ def cpu_trainer() -> Any:
 @pytest.fixture
 def isolated_registries(monkeypatch: pytest.MonkeyPatch) -> Any:
     """Variants a test registers (a plugin it imports) vanish after it, with the plugin's module: every
-    model registry is a copy for the test, and modules imported during it are forgotten. Without it a
+    model registry is a copy for the test, and the modules imported from the folders it put on sys.path
+    are forgotten. Without it a
     plugin stays registered for the tests that run after it in the same process, and the tests that list
     the registries (the revisited sweeps' rows, the catalogue's error lines) fail in some orders only."""
+    import os
     import sys
 
     from ablate.model.slots import SLOT_REGISTRIES
@@ -63,7 +65,7 @@ def isolated_registries(monkeypatch: pytest.MonkeyPatch) -> Any:
     before = list(sys.path)
     monkeypatch.setattr(sys, "path", list(sys.path))
     yield
-    added = [str(Path(p).resolve()) for p in sys.path if p not in before]  # the plugins' folders
+    added = [str(Path(p).resolve()) + os.sep for p in sys.path if p not in before]  # the plugins' folders
     for name, module in list(sys.modules.items()):
         if any(str(getattr(module, "__file__", None) or "").startswith(folder) for folder in added):
             del sys.modules[name]
