@@ -60,12 +60,8 @@ PLUGINS = ("good_plugin", "leaky_plugin", "missing_plugin", "listed_plugin")
 
 
 @pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _isolated(isolated_registries: None) -> Iterator[None]:
     """Plugins registered here vanish after each test (registries, sys.modules, sys.path)."""
-    for reg in SLOT_REGISTRIES.values():
-        monkeypatch.setattr(reg, "_entries", dict(reg._entries))
-        monkeypatch.setattr(reg, "_docs", dict(reg._docs))
-    monkeypatch.setattr(sys, "path", list(sys.path))
     yield
     for name in PLUGINS:
         sys.modules.pop(name, None)

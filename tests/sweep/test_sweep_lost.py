@@ -40,7 +40,8 @@ def test_crashes_and_errors_are_never_free(tmp_path):
 
 
 def test_a_slurm_job_killed_from_outside_is_a_loss_not_a_crash():
-    from ablate.sweep.launch.slurm import ended_kind, exit_signal
+    from ablate.sweep.launch.slurm import ended_kind
+    from ablate.sweep.launch.slurm_queue import exit_signal
 
     assert [exit_signal(c) for c in ("0:9", "0:15", "1:0", "0:0", "", "junk")] == [9, 15, None, None, None, None]
     assert ended_kind("FAILED", 9) == "killed" and ended_kind("NODE_FAIL", None) == "killed"
@@ -70,7 +71,7 @@ def test_a_retry_does_not_carry_a_free_retrys_marks(write_sweep):
 def test_a_kill_shown_only_in_a_step_of_the_job_is_a_kill():
     """What sacct printed on a real cluster for four workers killed with -9: one job's codes carried no
     signal (srun force-terminated its step, CANCELLED 0:9) and its kill was read as a crash."""
-    from ablate.sweep.launch.slurm import ended_kind, exit_signal
+    from ablate.sweep.launch.slurm import ended_kind
     from ablate.sweep.launch.slurm_queue import parse_sacct
 
     out = "\n".join(
@@ -90,7 +91,7 @@ def test_a_kill_shown_only_in_a_step_of_the_job_is_a_kill():
             "",
         ]
     )
-    ended = parse_sacct(out, exit_signal)
+    ended = parse_sacct(out)
     assert ended == {
         "10_0": ("FAILED", 9),
         "10_1": ("FAILED", 9),

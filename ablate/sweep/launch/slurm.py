@@ -45,12 +45,6 @@ def job_of_token(token: str | None) -> str | None:
     return parts[1] if len(parts) > 1 and parts[0] == "slurm" and parts[1] else None
 
 
-def exit_signal(code: str) -> int | None:
-    """The signal of sacct's ``ExitCode`` (``exit:signal``, ``0:9`` for kill -9), None for none or junk."""
-    _, _, sig = code.strip().partition(":")
-    return int(sig) if sig.isdigit() and int(sig) > 0 else None
-
-
 def ended_kind(state: str, sig: int | None) -> str:
     """The failure kind of an attempt whose job ended in ``state`` (sacct) by signal ``sig``."""
     if state == "CANCELLED":
@@ -210,7 +204,7 @@ class SlurmLauncher(Launcher):
             ).stdout
         except (OSError, subprocess.SubprocessError):
             return  # unknown: the heartbeat decides
-        for job, (state, sig) in parse_sacct(out, exit_signal).items():  # the jobs and their steps' signals
+        for job, (state, sig) in parse_sacct(out).items():  # the jobs and their steps' signals
             self._states[job], self._signals[job] = state, sig
 
     def _job_state(self, attempt: Attempt) -> str | None:

@@ -8,7 +8,6 @@ tools printed on a real cluster.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -40,7 +39,13 @@ def parse_squeue(out: str) -> JobInfo | None:
     return JobInfo(parts[0].split()[0], parts[1], end)
 
 
-def parse_sacct(out: str, signal_of: Callable[[str], int | None]) -> dict[str, tuple[str, int | None]]:
+def exit_signal(code: str) -> int | None:
+    """The signal of sacct's ``ExitCode`` (``exit:signal``, ``0:9`` for kill -9), None for none or junk."""
+    _, _, sig = code.strip().partition(":")
+    return int(sig) if sig.isdigit() and int(sig) > 0 else None
+
+
+def parse_sacct(out: str) -> dict[str, tuple[str, int | None]]:
     """Each job's (state, signal) from ``sacct -n -P -o JobID,State,ExitCode,DerivedExitCode``: the state
     of the job's own line, the signal from its codes or else from any of its steps' (``10_1.0``).
 
@@ -54,7 +59,7 @@ def parse_sacct(out: str, signal_of: Callable[[str], int | None]) -> dict[str, t
         if not job or not state:
             continue
         base, step = job.partition(".")[0], "." in job
-        sig = signal_of(code) or signal_of(derived)
+        sig = exit_signal(code) or exit_signal(derived)
         if not step:
             ended[base] = (state.split()[0], sig)
         elif base in ended and ended[base][1] is None and sig is not None:
