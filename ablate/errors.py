@@ -35,6 +35,11 @@ class StoreUnreadable(SweepError):
     command says so, rather than reading it as a store with nothing in it yet."""
 
 
+class StoreUnreachable(StoreUnreadable):
+    """The store's database server cannot be reached (refused, silent past the connect timeout, a wrong
+    database or user): every command says so, rather than reading it as a sweep not started."""
+
+
 class TrainingDiverged(AblateError):
     """The training loss became NaN or infinite (a sweep marks the trial failed, kind ``diverged``:
     final, never retried, because the same config and seed diverge again)."""

@@ -97,3 +97,40 @@ def ray_cluster() -> Any:
         yield "auto"
     finally:
         subprocess.run([ray, "stop", "--force"], capture_output=True, timeout=120)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Any:
+    """The URL (no database) of a real PostgreSQL server: the one ``.ci/run`` started (``$ABLATE_TEST_POSTGRES``)
+    or one started for this test process in a throwaway folder, removed after it. Skipped with the reason
+    where PostgreSQL or psycopg is missing."""
+    import os
+
+    import pg_server
+
+    why = pg_server.why_not()
+    if why:
+        pytest.skip(why)
+    if os.environ.get(pg_server.ENV):
+        yield os.environ[pg_server.ENV]
+        return
+    server = pg_server.start_server()
+    try:
+        yield server.url
+    finally:
+        server.remove()
+
+
+@pytest.fixture
+def postgres_db(postgres_server: str) -> str:
+    """The URL of a new, empty database on the test server (one per test)."""
+    import pg_server
+
+    return pg_server.new_database(postgres_server)
+
+
+@pytest.fixture
+def store_for(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """store_for(kind) -> the sweep file's ``store:`` for a parametrized kind; ``"postgres"`` becomes a
+    new database on the test server."""
+    return lambda kind: request.getfixturevalue("postgres_db") if kind == "postgres" else kind

@@ -1,4 +1,5 @@
-"""The trial store: enqueue once, atomic claims, retries as new attempts, reaping, both backends."""
+"""The trial store: enqueue once, atomic claims, retries as new attempts, reaping; on a SQLite file, a journal
+file and a PostgreSQL server (a real one, started by the fixture; skipped where PostgreSQL is absent)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ablate.sweep.plan import trial_states
 from ablate.sweep.store.state import TrialView, decide
 from ablate.sweep.store.store import SweepStore, store_url
 
+STORES = ["sqlite", "journal:t.journal", "postgres"]
 ROWS = [{"name": f"r{i}", "group": "A", "overrides": [f"model.d_ff={16 * (i + 1)}"]} for i in range(6)]
 
 
@@ -22,9 +24,9 @@ def _sync(path: str, barrier) -> int:
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("store", ["sqlite", "journal:t.journal"])
-def test_two_controllers_enqueue_each_trial_once(write_sweep, store):
-    path = write_sweep(rows=ROWS, seeds=[1, 2], store=store)
+@pytest.mark.parametrize("store", STORES)
+def test_two_controllers_enqueue_each_trial_once(write_sweep, store_for, store):
+    path = write_sweep(rows=ROWS, seeds=[1, 2], store=store_for(store))
     ctx = mp.get_context("spawn")
     barrier = ctx.Manager().Barrier(2)
     with ctx.Pool(2) as pool:
@@ -37,9 +39,9 @@ def test_two_controllers_enqueue_each_trial_once(write_sweep, store):
     assert store_.sync(sweep) == []  # a third sync adds nothing
 
 
-@pytest.mark.parametrize("store", ["sqlite", "journal:t.journal"])
-def test_claim_is_atomic_and_only_the_holder_reenters(write_sweep, store):
-    sweep = load_sweep(write_sweep(store=store))
+@pytest.mark.parametrize("store", STORES)
+def test_claim_is_atomic_and_only_the_holder_reenters(write_sweep, store_for, store):
+    sweep = load_sweep(write_sweep(store=store_for(store)))
     st = SweepStore.for_sweep(sweep)
     st.sync(sweep)
     (a,) = st.attempts()
@@ -103,9 +105,9 @@ def _claim(path: str, storage_id: int, token: str, barrier) -> bool:
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("store", ["sqlite", "journal:t.journal"])
-def test_racing_claims_of_one_trial_have_one_winner(write_sweep, store):
-    path = write_sweep(rows=ROWS[:3], store=store)
+@pytest.mark.parametrize("store", STORES)
+def test_racing_claims_of_one_trial_have_one_winner(write_sweep, store_for, store):
+    path = write_sweep(rows=ROWS[:3], store=store_for(store))
     sweep = load_sweep(path)
     st = SweepStore.for_sweep(sweep)
     st.sync(sweep)

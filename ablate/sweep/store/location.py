@@ -16,7 +16,14 @@ def store_url(sweep: Sweep | SweepFile) -> str:
     if sweep.store.startswith("journal:"):
         path = Path(sweep.store[len("journal:") :])
         return f"journal:{path if path.is_absolute() else (sweep.path.parent / path).resolve()}"
-    return sweep.store
+    return server_url(sweep.store)
+
+
+def server_url(url: str) -> str:
+    """``postgresql://`` (and ``postgres://``) through psycopg 3, the driver of the ``postgres`` extra;
+    SQLAlchemy's default for them is psycopg2. Another driver is named as ``postgresql+DRIVER://``."""
+    scheme, sep, rest = url.partition("://")
+    return f"postgresql+psycopg://{rest}" if sep and scheme in ("postgresql", "postgres") else url
 
 
 def file_of(url: str) -> Path | None:
@@ -45,4 +52,5 @@ def check_store_url(url: str, where: str) -> None:
             "use sqlite, journal:PATH or an SQLAlchemy URL like postgresql://user@host/db"
         ) from None
     except ImportError as exc:
-        raise SweepError(f"{where}: store {url!r}: its database driver is not installed ({exc})") from None
+        extra = "; pip install 'ablate[postgres]'" if url.startswith("postgresql") else ""
+        raise SweepError(f"{where}: store {url!r}: its database driver is not installed ({exc}){extra}") from None

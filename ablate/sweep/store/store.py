@@ -40,7 +40,7 @@ from typing import Any
 from ablate.errors import StoreUnreadable, SweepError
 from ablate.sweep.file.spec import Sweep, SweepFile, Trial
 from ablate.sweep.store.location import file_of, store_url
-from ablate.sweep.store.opening import open_store, optuna_storage, read_study_attrs, study_names
+from ablate.sweep.store.opening import open_store, optuna_storage, read_study_attrs, server_lock, study_names
 from ablate.sweep.store.reads import AttemptReader, by_trial
 from ablate.sweep.store.state import FREE_ATTRS, IDENTITY_ATTRS, Attempt
 
@@ -126,8 +126,9 @@ class SweepStore:
         under it is read afresh: a controller pass's snapshot may predate another process's new trials."""
         self.reader.invalidate()
         path = file_of(self.url)
-        if path is None:  # server database: the claim-time twin check is the guard
-            yield
+        if path is None:  # a server database: its own lock where it has one (the claim-time twin check stays)
+            with server_lock(self.url, self.study_name):
+                yield
             return
         from filelock import FileLock
 
