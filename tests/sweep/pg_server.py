@@ -57,6 +57,8 @@ class Server:
     folder: Path
     port: int
     user: str = "ablate"
+    max_connections: int = 300
+    fsync: bool = False  # a test server holds nothing worth keeping; the store benchmark turns it on
 
     @property
     def url(self) -> str:
@@ -75,7 +77,8 @@ class Server:
             done = self._run("initdb", "-D", str(data), "-A", "trust", "-U", self.user, "--no-sync", "-E", "UTF8")
             if done.returncode:
                 raise RuntimeError(f"initdb failed: {done.stderr.strip()[-500:]}")
-        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300"
+        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections={self.max_connections}"
+        options += "" if self.fsync else " -c fsync=off"
         log = self.folder / "server.log"
         done = self._run("pg_ctl", "-D", str(data), "-o", options, "-l", str(log), "-w", "-t", "60", "start")
         if done.returncode:
@@ -90,10 +93,10 @@ class Server:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def start_server() -> Server:
+def start_server(max_connections: int = 300, fsync: bool = False) -> Server:
     folder = Path(tempfile.mkdtemp(prefix="ablate-pg-"))
     folder.chmod(0o755)
-    return Server(folder, free_port()).start()
+    return Server(folder, free_port(), max_connections=max_connections, fsync=fsync).start()
 
 
 def new_database(server_url: str) -> str:

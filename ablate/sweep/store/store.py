@@ -121,11 +121,15 @@ class SweepStore:
         return self._storage
 
     @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
-        """Serialize trial creation between processes (a lock file beside a file store). What is read
-        under it is read afresh: a controller pass's snapshot may predate another process's new trials."""
+    def lock(self, claim: bool = False) -> Iterator[None]:
+        """Serialize trial creation between processes (a lock file beside a file store, an advisory lock on
+        PostgreSQL). What is read under it is read afresh: a controller pass's snapshot may predate another
+        process's new trials. A ``claim`` on a server takes no lock: the server locks the trial's row."""
         self.reader.invalidate()
         path = file_of(self.url)
+        if path is None and claim:
+            yield
+            return
         if path is None:  # a server database: its own lock where it has one (the claim-time twin check stays)
             with server_lock(self.url, self.study_name):
                 yield
@@ -252,8 +256,8 @@ class SweepStore:
         st = self.storage
         # Under the lock: SQLite has no SELECT ... FOR UPDATE, so two processes can both read
         # WAITING and both "win" set_trial_state_values (seen with two controllers). PostgreSQL
-        # and MySQL lock the row, and journal appends are ordered, so there the lock is a no-op.
-        with self.lock():
+        # and MySQL lock the row (no lock taken), and journal appends are ordered.
+        with self.lock(claim=True):
             try:
                 # A fresh heartbeat before the state flips: a reaper must never see a RUNNING
                 # attempt without one (it would look dead since the epoch).
