@@ -23,7 +23,6 @@ import argparse
 import json
 import multiprocessing as mp
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -101,8 +100,7 @@ def _check(url: str, study: str, ids: list[int], ops_by_worker: dict[int, list])
     wrong = sum(
         1
         for sid in ids
-        if by_id[sid].state == "COMPLETE"
-        and (by_id[sid].attrs.get("metrics") or {}).get("val/ppl") != float(sid)
+        if by_id[sid].state == "COMPLETE" and (by_id[sid].attrs.get("metrics") or {}).get("val/ppl") != float(sid)
     )
     return {"lost": lost, "double": max(0, finishes - (len(ids) - lost)), "wrong": wrong}
 
@@ -175,9 +173,10 @@ def main() -> None:
     parser.add_argument("--postgres", help="a running server's URL (no database); default: start one here")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    import ablate.sweep.store.store  # noqa: F401 - imported once, before the workers fork
     import optuna
     import sqlalchemy  # noqa: F401
+
+    import ablate.sweep.store.store  # noqa: F401 - imported once, before the workers fork
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     server = None

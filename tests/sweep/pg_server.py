@@ -77,7 +77,8 @@ class Server:
             done = self._run("initdb", "-D", str(data), "-A", "trust", "-U", self.user, "--no-sync", "-E", "UTF8")
             if done.returncode:
                 raise RuntimeError(f"initdb failed: {done.stderr.strip()[-500:]}")
-        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections={self.max_connections}"
+        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1"
+        options += f" -c max_connections={self.max_connections}"
         options += "" if self.fsync else " -c fsync=off"
         log = self.folder / "server.log"
         done = self._run("pg_ctl", "-D", str(data), "-o", options, "-l", str(log), "-w", "-t", "60", "start")
