@@ -170,8 +170,8 @@ def _add_sweep_commands(sub: argparse._SubParsersAction) -> None:
         "--launcher",
         default=None,
         metavar="SPEC",
-        help="run where the file does not say: a launcher's name (local, slurm, ray) or its settings as YAML, "
-        "e.g. '{name: ray, trials_per_device: 4}'; the trials and the store stay the same",
+        help="run where the file does not say: a launcher's name (local, slurm, ray), its settings as YAML, "
+        "e.g. '{name: ray, trials_per_device: 4}', or a .yaml file of them; the trials and the store stay the same",
     )
     s.add_argument(
         "--max-trials",

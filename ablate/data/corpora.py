@@ -196,6 +196,7 @@ class TextFiles(FileCorpus):
         "test": Option(SplitFiles, help="test files"),
     }
     extra_option = Option(SplitFiles, help="any other name is one more split")
+    opens_offline = True
 
     @classmethod
     def split_names_for(cls, options: Mapping[str, Any]) -> list[str]:

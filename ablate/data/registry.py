@@ -65,6 +65,9 @@ class Corpus(ABC):
     options: ClassVar[Mapping[str, Option]] = {}
     extra_option: ClassVar[Option | None] = None  # type of data.args names not in ``options``; None: refused
     splits: ClassVar[tuple[str, ...]] = SPLITS  # the splits this corpus provides
+    # open() only looks at local files (downloads nothing, reads no text): `ablate sweep` and its dry run
+    # open such a corpus before anything runs, so a missing file is one line then, not at the first trial
+    opens_offline: ClassVar[bool] = False
 
     @classmethod
     def split_names_for(cls, options: Mapping[str, Any]) -> list[str]:

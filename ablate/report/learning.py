@@ -19,9 +19,19 @@ from collections.abc import Sequence
 
 from ablate.report.rows import Table3, TrialLike
 from ablate.rundir import RunDir
+from ablate.stats.learning import MIN_BASE_CHRF, base_chrf, translates
+
+__all__ = [
+    "MIN_BASE_CHRF",
+    "STILL_IMPROVING",
+    "attach_learning",
+    "base_chrf",
+    "curve",
+    "last_quarter",
+    "translation_note",
+]
 
 STILL_IMPROVING = 0.05  # dev PPL still falling by more than 5% over the last quarter of training
-MIN_BASE_CHRF = 25.0  # below this base chrF, the dev outputs are not translations yet
 
 
 def curve(run_dir: str) -> list[tuple[int, float]]:
@@ -69,19 +79,9 @@ def attach_learning(table: Table3, trials: Sequence[TrialLike]) -> None:
         )
 
 
-def base_chrf(hyps: Sequence[str], refs: Sequence[str]) -> float | None:
-    """sacreBLEU's corpus chrF of base's dev hypotheses against their references (the first len(hyps))."""
-    n = min(len(hyps), len(refs))
-    if n == 0:
-        return None
-    from sacrebleu.metrics import CHRF
-
-    return float(CHRF().corpus_score(list(hyps[:n]), [list(refs[:n])]).score)
-
-
 def translation_note(chrf: float | None) -> str | None:
     """The table's "does not translate yet" note for base's chrF, or None."""
-    if chrf is None or chrf >= MIN_BASE_CHRF:
+    if translates(chrf) is not False:
         return None
     return (
         f"base's dev chrF is {chrf:.1f} (< {MIN_BASE_CHRF:g}): its outputs are not translations yet, so no row "

@@ -10,7 +10,6 @@ here prints the results table: the CLI runs :func:`sweep`, then hands the Sweep 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -23,10 +22,10 @@ from typing import Any
 import ablate.sweep.plan.plans as plans
 from ablate.errors import SweepError
 from ablate.sweep.dry_run import print_dry_run
-from ablate.sweep.file.spec import Sweep, read_sweep_file
+from ablate.sweep.file.spec import Sweep
 from ablate.sweep.launch import LAUNCHERS
 from ablate.sweep.launch.progress import render_table, title, trial_lines
-from ablate.sweep.loader import MAX_TRIALS, OpenSweep, open_sweep
+from ablate.sweep.loader import MAX_TRIALS, OpenSweep, check_this_machine, name_clash, open_sweep
 from ablate.sweep.store.reuse import check_reuse
 from ablate.sweep.store.state import STATES, TrialView
 from ablate.sweep.store.store import SweepStore
@@ -41,34 +40,6 @@ def _note(opened: OpenSweep) -> None:
 def launch_problem(spec: Sweep) -> str | None:
     """What keeps this machine from launching the sweep (checked before anything is stored), or None."""
     return LAUNCHERS.get(spec.launcher["name"]).launch_problem(spec)
-
-
-def runs_problem(spec: Sweep) -> str | None:
-    """A runs folder this machine cannot write (every trial would be claimed, crash and wait), or None."""
-    probe = spec.runs_dir
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if probe.is_dir() and os.access(probe, os.W_OK | os.X_OK):
-        return None
-    why = "is not a folder" if not probe.is_dir() else "is read-only here"
-    return f"{spec.path}: runs: {spec.runs_dir} cannot be created ({probe} {why}); set runs: to a folder you can write"
-
-
-def name_clash(spec: Sweep, store: SweepStore) -> str | None:
-    """Another sweep file, still there, that ran under this name in this store: the two would share one
-    study and one runs folder (each `ablate table` overwriting the other's table files)."""
-    other = store.recorded_file()
-    if other is None or not other.exists() or other.samefile(spec.path):
-        return None
-    try:  # a copied project folder: the other file opens the store it was copied from, not this one
-        if SweepStore.for_sweep(read_sweep_file(other)).url != store.url:
-            return None
-    except SweepError:  # the other file no longer reads as a sweep: it cannot run under this name
-        return None
-    return (
-        f"{spec.path}: name {spec.name!r} is taken in store {store.url} by {other}; give this file another "
-        "name: (or, to continue that sweep, run that file)"
-    )
 
 
 @dataclass(frozen=True)
@@ -113,10 +84,7 @@ def sweep(
     _note(opened)
     for line in plans.notes(spec):
         print(f"note: {line}", file=sys.stderr)
-    if why := runs_problem(spec):
-        if not dry_run or spec.launcher["name"] == "local":  # the dry run refuses what this machine's run would
-            raise SweepError(why)
-        print(f"note: {why} (here; a plan for the cluster needs none of it)", file=sys.stderr)
+    check_this_machine(spec, dry_run)
     LAUNCHERS.get(spec.launcher["name"]).check_trials(spec)
     if why := name_clash(spec, opened.store):
         raise SweepError(why)
@@ -173,6 +141,7 @@ def _prepare_once(spec: Sweep, views: Sequence[TrialView]) -> None:
 
 def _launch(spec: Sweep, opened: OpenSweep, launcher_options: Mapping[str, Any] | None, detach: bool) -> SweepRun:
     launcher = LAUNCHERS.get(spec.launcher["name"])(spec, opened.store, **dict(launcher_options or {}))
+    opened.store.open_to_write()  # a store that cannot be written fails here, before the data is prepared
     before = plans.trial_states(opened.store, spec)
     local = spec.launcher["name"] == "local"
     if local:  # a SLURM controller may sit on a login node: there the first job prepares the data

@@ -15,11 +15,17 @@ Command-line overrides change the trials' configs and so their ids, so they are 
 An `ablate sweep` that gives different overrides replaces the recorded ones (one line says so; the
 trials of the old ones stay in the store and `status` counts them as no longer in the sweep);
 `ablate sweep FILE --clear-overrides` goes back to the file as written. A dry run records nothing.
+
+Then `ablate sweep`'s checks that need more than the file (:func:`check_this_machine`: a runs folder this
+machine can make, the local corpus files the trials read; :func:`name_clash`: another sweep file that owns
+the name in the store), each one line, before anything is stored, prepared or launched.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -115,6 +121,19 @@ def check_size(sf: SweepFile, max_trials: int) -> int:
     return n
 
 
+def check_read_size(sf: SweepFile) -> None:
+    """What `ablate sweep` refuses (over MAX_TRIALS without --max-trials) and never ran, status, table and
+    the other reading commands refuse too, with one line, before building its trials (a 100,002-trial grid
+    kept them busy past a minute). A sweep that ran, confirmed by --max-trials, has its study: read it."""
+    n, _ = count_trials(sf.rows, len(sf.seeds))
+    if n <= MAX_TRIALS or SweepStore.for_sweep(sf).exists():
+        return
+    raise SweepError(
+        f"{sf.path}: the sweep expands to {n:,} trials, over the limit of {MAX_TRIALS:,}, and has not run; check "
+        f"grid:/seeds, or run it with `ablate sweep {sf.path} --max-trials {n}`"
+    )
+
+
 def open_sweep(
     path: str | Path,
     overrides: Sequence[str] | None = None,
@@ -141,6 +160,8 @@ def open_sweep(
     if max_trials is not None:
         check_size(sf, max_trials)
     check_sweep_file(sf)
+    if max_trials is None:
+        check_read_size(sf)
     if writing:
         check_store_writable(store_url(sf), f"{sf.path}: store")
     store = SweepStore.for_sweep(sf)
@@ -181,11 +202,97 @@ def other_launcher(sf: SweepFile, chosen: dict[str, Any]) -> tuple[SweepFile, tu
 
 
 def launcher_option(text: str) -> dict[str, Any]:
-    """``--launcher``: a launcher's name, or a YAML mapping of its settings (``{name: ray, address: auto}``)."""
+    """``--launcher``: a launcher's name, a YAML mapping of its settings (``{name: ray, address: auto}``),
+    or a YAML file holding that mapping (a name ending in .yaml or .yml)."""
     import yaml
 
+    where = f"--launcher {text!r}"
+    if text.endswith((".yaml", ".yml")):
+        path = Path(text)
+        if not path.is_file():
+            raise SweepError(f"{where}: no such file; give a launcher's name, its settings as YAML or a YAML file")
+        text = path.read_text(encoding="utf-8")
     try:
         value = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise SweepError(f"--launcher {text!r}: not YAML ({' '.join(str(exc).split())[:120]})") from None
-    return check_launcher_shape(f"--launcher {text!r}", value)
+        raise SweepError(f"{where}: not YAML ({' '.join(str(exc).split())[:120]})") from None
+    chosen = check_launcher_shape(where, value)
+    from ablate.sweep.launch import LAUNCHERS
+
+    if chosen["name"] not in LAUNCHERS:  # blamed on the option, not on the sweep file's launcher: key
+        raise SweepError(f"{where}: {LAUNCHERS.unknown_message(chosen['name'])}")
+    LAUNCHERS.get(chosen["name"]).validate(dict(chosen), where)
+    return chosen
+
+
+def runs_problem(spec: Sweep) -> str | None:
+    """A runs folder this machine cannot write (every trial would be claimed, crash and wait), or None.
+
+    Tried, not read from permission bits: a folder made and removed in the nearest existing one (root may
+    pass ``os.access`` where no folder can be made, e.g. under /proc or on a read-only mount). The dry run
+    writes nothing that stays."""
+    import tempfile
+
+    probe = spec.runs_dir
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        why = "is not a folder"
+    else:
+        try:
+            os.rmdir(tempfile.mkdtemp(dir=probe, prefix=".ablate-probe-"))
+            return None
+        except OSError as exc:
+            why = f"takes no new folder: {exc.strerror or exc}"
+    return f"{spec.path}: runs: {spec.runs_dir} cannot be created ({probe} {why}); set runs: to a folder you can write"
+
+
+def check_this_machine(spec: Sweep, dry_run: bool) -> None:
+    """The runs folder and the local corpus files: an error where this machine runs the trials (the dry
+    run refuses what the run would), a note in a dry run made here for a cluster."""
+    for why, elsewhere in (
+        (runs_problem(spec), "a plan for the cluster needs none of it"),
+        (data_problem(spec), "the cluster's files may be elsewhere"),
+    ):
+        if why and (not dry_run or spec.launcher["name"] == "local"):
+            raise SweepError(why)
+        if why:
+            print(f"note: {why} (here; {elsewhere})", file=sys.stderr)
+
+
+def data_problem(spec: Sweep) -> str | None:
+    """A trial's local corpus files that are not there (``textfiles`` with a wrong data.root), or None:
+    the run would stop at the first trial; the dry run says it too."""
+    from ablate.data.lookup import missing_files
+
+    seen = set()
+    for trial in spec.trials:
+        data = trial.config.get("data") or {}
+        key = json.dumps(data, sort_keys=True, default=str)
+        if key in seen:
+            continue
+        seen.add(key)
+        if why := missing_files(data):
+            return f"{spec.path}: row {trial.row!r}: {why}"
+    return None
+
+
+def name_clash(spec: Sweep, store: SweepStore) -> str | None:
+    """Another sweep file, still there, that ran under this name in this store: the two would share one
+    study and one runs folder (each `ablate table` overwriting the other's table files). In a copied
+    project folder the store records the original's path; its copy beside this store owns the name."""
+    other = store.recorded_file()
+    here = store.recorded_file_here()
+    if here is not None and here.exists():
+        other = here
+    if other is None or not other.exists() or other.samefile(spec.path):
+        return None
+    try:  # a copied project folder: the other file opens the store it was copied from, not this one
+        if SweepStore.for_sweep(read_sweep_file(other)).url != store.url:
+            return None
+    except SweepError:  # the other file no longer reads as a sweep: it cannot run under this name
+        return None
+    return (
+        f"{spec.path}: name {spec.name!r} is taken in store {store.url} by {other}; give this file another "
+        "name: (or, to continue that sweep, run that file)"
+    )

@@ -10,7 +10,8 @@ torch's OutOfMemoryError | oom_packed: the same while the trial shares its devic
 or a stop signal arrives: an interruption then lands at a known step, with no sleeping through
 ``step_s`` x ``max_steps``; a run resumed past that step does not hold), ``ppl`` and ``noise`` (the
 final dev PPL: ``ppl`` x (1 + ``noise`` x a fixed draw per row and seed); default 5 + seed) and
-``crash_once`` (crash on the first attempt only).
+``crash_once`` (crash on the first attempt only) and ``hyps: garbage`` (dev outputs that are no translation:
+the same two made-up words on each of 20 lines, chrF near 0).
 Every call appends one line to ``<output_dir>/calls.log`` so tests can count executions.
 """
 
@@ -134,5 +135,8 @@ def train(cfg: Any, output_dir: str, *, resume: bool = True, trainer_kwargs: Any
         "wandb_run_id": wandb_id,
         "plugins": ",".join(plugins),
     }
+    if args.get("hyps") == "garbage":
+        run.hyp_file("valid").parent.mkdir(parents=True, exist_ok=True)
+        run.hyp_file("valid").write_text("zzxq qqvz\n" * 20, encoding="utf-8")
     run.write_metrics(metrics)
     return metrics

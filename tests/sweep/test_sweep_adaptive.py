@@ -169,6 +169,22 @@ def test_rows_that_learned_nothing_get_no_more_seeds_as_the_table_withholds_them
 
 
 @pytest.mark.integration
+def test_a_base_that_does_not_translate_ends_the_seeds_as_the_table_marks_no_row(write_sweep, fake_trainer, capsys):
+    # base's dev outputs are no translation (chrF near 0): the table marks no row, so no look can decide one
+    path = write_sweep(
+        rows=ROWS3,
+        fake={**FAKE, "base": {"ppl": 10.0, "noise": 0.001, "hyps": "garbage"}},
+        seeds={"start": 2, "max": 4},
+    )
+    assert main(["sweep", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "seeds: base's dev chrF is" in out and "every row decided" not in out
+    assert _seeds_run(path) == {"base": [1, 2], "clear": [1, 2], "noisy": [1, 2]}
+    assert main(["table", str(path), "--format", "md"]) == 0
+    assert "its outputs are not translations yet, so no row is marked" in capsys.readouterr().out
+
+
+@pytest.mark.integration
 @pytest.mark.slurm
 def test_adaptive_seeds_through_slurm_arrays(slurm_cluster, write_sweep):
     launcher = {"name": "slurm", "cpus_per_task": 1, "mem_gb": 1, "timeout_min": 10, "poll_s": 1}

@@ -126,6 +126,24 @@ def test_a_copied_project_folder_keeps_its_name(write_sweep, tmp_path: Path) -> 
     assert main(["sweep", str(copy / first.name), "--dry-run"]) == 0
 
 
+def test_in_a_copied_project_folder_the_copied_file_keeps_the_name(write_sweep, tmp_path: Path, capsys) -> None:
+    """Another file of the copy that takes the name is the clash, not the copy of the file that ran (the
+    store, copied along, names the original by its absolute path)."""
+    import shutil
+
+    first = write_sweep(name="shared")
+    sweep = load_sweep(first)
+    SweepStore.for_sweep(sweep).sync(sweep)
+    copy = tmp_path.parent / f"{tmp_path.name}-copy"
+    shutil.copytree(tmp_path, copy)
+    intruder = copy / "second.yaml"
+    intruder.write_text((copy / first.name).read_text())
+    assert main(["sweep", str(intruder), "--dry-run"]) == 2
+    err = one_line_error(capsys)
+    assert "name 'shared' is taken" in err and str(copy / first.name) in err
+    assert main(["sweep", str(copy / first.name), "--dry-run"]) == 0
+
+
 def test_a_cluster_runs_folder_is_a_note_in_a_plan_made_elsewhere(write_sweep, tmp_path: Path, capsys) -> None:
     (tmp_path / "blocker").write_text("here, a file; on the cluster, its scratch folder")
     path = write_sweep(runs="blocker/runs", launcher={"name": "slurm"})

@@ -33,6 +33,7 @@ from ablate.sweep.file.search_spec import SearchSpec, read_search
 from ablate.sweep.file.seeds_spec import AdaptiveSeeds, read_adaptive
 from ablate.sweep.file.spec_checks import (
     check_launcher,
+    check_no_split_keys,
     check_numbers,
     check_report,
     check_seeds,
@@ -235,6 +236,8 @@ def _make_trial(
         config = (experiment or _experiment(sf)).config(layers)
     except ConfigError as exc:
         raise SweepError(str(exc)) from None
+    check_no_split_keys(f"{sf.path}: row {label!r}", dotlist(layer), config)
+    check_no_split_keys("command line", cli, config)
     tid = trial_id(config)
     run_dir = sf.runs_dir / f"{safe_name(label, fallback='row')}-s{seed}-{tid[:8]}"
     config["logging"]["output_dir"] = str(run_dir.parent)

@@ -165,3 +165,22 @@ def check_top(where: str, data: Mapping[str, Any]) -> tuple[str, int, tuple[str,
     if not isinstance(imports, list) or not all(isinstance(m, str) for m in imports):
         raise SweepError(f"{where}: imports must be a list of module names, got {imports!r}")
     return name or "", max_retries, tuple(imports)
+
+
+SPLIT_CHOSEN = ("data.max_tokens", "train.accumulate_grad_batches")  # ablate's choice under train.global_tokens
+
+
+def check_no_split_keys(where: str, given: Sequence[str], config: Mapping[str, Any]) -> None:
+    """A row (or the command line) that sets a key of the batch split while ``train.global_tokens`` states
+    the batch: ablate chooses those keys per trial from its devices, so the value given would be dropped
+    without a word and the table would show a change the trial never ran."""
+    tokens = (config.get("train") or {}).get("global_tokens")
+    if tokens is None:
+        return
+    for item in given:
+        key = str(item).split("=", 1)[0].strip()
+        if key in SPLIT_CHOSEN:
+            raise SweepError(
+                f"{where}: {key} is set, but with train.global_tokens={tokens} ablate chooses it (the batch split "
+                f"over each trial's devices); remove {key}, or drop train.global_tokens to set the batch yourself"
+            )

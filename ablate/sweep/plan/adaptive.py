@@ -16,9 +16,11 @@ and tests/sweep/test_sweep_adaptive.py measures its error rate by simulation. ``
 same level to an adaptive sweep, so its marks are the decisions the controller made.
 
 Rows that learned nothing (dev PPL not below 0.8 x the unigram floor, :mod:`ablate.stats.learning`) get
-no more seeds, and a base that learned nothing ends the seeds: the table withholds their verdicts, so
-seeds spent on them would buy none. The floor comes from the prepared data where the controller runs;
-without it (a controller on a login node), as in the table, nothing is withheld.
+no more seeds, and a base that learned nothing or does not translate yet (dev chrF below 25, the same
+module) ends the seeds: the table withholds those verdicts, so seeds spent on them would buy none, and
+the controller must not say "every row decided" where the table marks none. The floor and the references
+come from the prepared data where the controller runs; without them (a controller on a login node), as
+in the table, nothing is withheld.
 
 Stateless: each look is computed from the store, so a killed controller resumes like any sweep.
 """
@@ -30,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ablate.stats.learning import LEARNED_RATIO, learned
+from ablate.stats.learning import LEARNED_RATIO, MIN_BASE_CHRF, base_chrf, learned, translates
 from ablate.sweep.file.seeds_spec import AdaptiveSeeds
 from ablate.sweep.file.spec import Sweep, Trial, seed_trial
 from ablate.sweep.plan.base import PLANS, Plan
@@ -146,6 +148,27 @@ class SeedsPlan(Plan):
             )
         return {r: v for r, v in by_row.items() if learned(means.get(r, 0.0), self._floor) is not False}, ""
 
+    @staticmethod
+    def _not_translating(base_views: Sequence[Any]) -> str:
+        """The line ending the seeds when base's dev outputs are not translations yet (chrF of its first
+        finished seed, as the table computes it), else ''."""
+        from ablate.data.lookup import dev_references
+        from ablate.rundir import RunDir
+
+        done = sorted((v for v in base_views if v.state == "done" and v.run_dir), key=lambda v: v.seed)
+        if not done:
+            return ""
+        config = done[0].trial.config
+        hyps = RunDir(done[0].run_dir).read_hypotheses(str((config.get("data") or {}).get("valid_split") or "valid"))
+        refs = dev_references(config) if hyps else None
+        chrf = base_chrf(hyps, refs) if hyps and refs else None
+        if translates(chrf) is not False:
+            return ""
+        return (
+            f"seeds: base's dev chrF is {chrf:.1f} (< {MIN_BASE_CHRF:g}): its outputs are not translations yet, so "
+            "the table marks no row and more seeds would not give one; done"
+        )
+
     def step(self, room: int, trials: Sequence[Any]) -> list[str]:
         """Nothing while a trial is waiting or running; at a look, add the next seeds (or end)."""
         if any(v.state in ("waiting", "running") for v in trials):
@@ -160,6 +183,7 @@ class SeedsPlan(Plan):
         groups = {t.row: t.group for t in self.sweep.trials}
         base = base_row(self.sweep.rows, groups, {t.row: t.paper for t in self.sweep.trials})
         by_row, why = self._learned_only(by_row, base)
+        why = why or self._not_translating([v for v in trials if v.row == base])
         if why:
             self.more = False
             return [why]

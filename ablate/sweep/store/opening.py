@@ -162,14 +162,18 @@ def open_store(url: str, study_name: str, create: bool) -> Opened:
         storage = _made_storage(url) if create and path is None else optuna_storage(url, create)
         study_id = storage.get_study_id_from_name(study_name)
         return Opened(study_id, _cursors_of(storage), storage, True)
-    except (ImportError, ValueError, OSError, sqlalchemy.exc.ArgumentError) as exc:  # no driver, a bad URL
+    except ValueError as exc:
+        if url.startswith("journal:"):  # a file of other lines (e.g. the sweep file itself): never a store
+            raise StoreUnreadable(
+                f"store {url}: {path} is not an Optuna journal file ({exc}); point the sweep file's store: at a "
+                "new or existing journal file"
+            ) from None
+        raise SweepError(f"store {url}: cannot open ({exc}); check the store: key of the sweep file") from None
+    except (ImportError, OSError, sqlalchemy.exc.ArgumentError) as exc:  # no driver, a bad URL
         raise SweepError(f"store {url}: cannot open ({exc}); check the store: key of the sweep file") from None
     except db_errors as exc:
         if path is None and _connection_failed(exc):
-            raise StoreUnreachable(
-                f"store {shown(url)}: cannot reach the database server ({_first_line(exc)}); check that it runs "
-                "and accepts this URL (the store: key of the sweep file)"
-            ) from None
+            _unreachable(url, exc)
         if create and not _not_a_database(exc):
             raise
         _unreadable(exc, url, path, study_name)
@@ -227,6 +231,13 @@ def _made_storage(url: str, tries: int = 3) -> Any:
                 raise
             time.sleep(0.2 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+def _unreachable(url: str, exc: BaseException) -> NoReturn:
+    raise StoreUnreachable(
+        f"store {shown(url)}: cannot reach the database server ({_first_line(exc)}); check that it runs "
+        "and accepts this URL (the store: key of the sweep file)"
+    ) from None
 
 
 def _connection_failed(exc: BaseException) -> bool:

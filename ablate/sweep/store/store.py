@@ -46,6 +46,7 @@ from ablate.sweep.store.state import FREE_ATTRS, IDENTITY_ATTRS, Attempt
 
 OVERRIDES_ATTR = "overrides"  # study user attribute: command-line overrides of the last `ablate sweep`
 FILE_ATTR = "file"  # study user attribute: the sweep file the last `ablate sweep` ran (absolute path)
+FILE_HERE_ATTR = "file_from_store"  # the same file relative to a file store's folder (found again in a copy)
 
 
 class SweepStore:
@@ -89,11 +90,10 @@ class SweepStore:
             return
         self._study_id = None  # opened to read, now to write: opened again, with Optuna's checks
         # To write, under the lock: opening a SQLite store creates Optuna's schema when it is missing, and
-        # two processes doing so at once collide. To read, a SQL store is only SELECTed from: no lock, and
-        # no lock file left beside the store by a dry run or a status (a journal is read through Optuna's
-        # storage, which may write, so it keeps the lock).
-        path = file_of(self.url)
-        if not create and (path is None or not path.exists() or not self.url.startswith("journal:")):
+        # two processes doing so at once collide. To read, no lock and no lock file left beside the store
+        # by a dry run or a status: a SQL store is only SELECTed from, and Optuna's journal storage reads
+        # its file without a lock of its own too (its writers append whole records under theirs).
+        if not create:
             self._connect(create)  # creates nothing, not even a lock file
             return
         with self.lock():
@@ -169,6 +169,19 @@ class SweepStore:
         value = self.study_attrs().get(FILE_ATTR)
         return Path(value) if isinstance(value, str) else None
 
+    def recorded_file_here(self) -> Path | None:
+        """The recorded sweep file as found beside this store file: in a copied project folder the copy of
+        the file that ran (the absolute record names the original); None without a record or a file store."""
+        path = file_of(self.url)
+        if path is None or not self.exists():
+            return None
+        value = self.study_attrs().get(FILE_HERE_ATTR)
+        return (path.parent / value).resolve() if isinstance(value, str) else None
+
+    def _file_here(self, sweep_file: Path) -> dict[str, str]:
+        path = file_of(self.url)
+        return {FILE_HERE_ATTR: os.path.relpath(sweep_file.resolve(), path.resolve().parent)} if path else {}
+
     def recorded_overrides(self) -> tuple[str, ...] | None:
         """The command-line overrides recorded by the last `ablate sweep`; None when none are recorded."""
         if not self.exists():
@@ -189,6 +202,7 @@ class SweepStore:
             "imports": list(sweep.imports),
             "import_path": str(sweep.path.parent),
             FILE_ATTR: str(sweep.path.resolve()),
+            **self._file_here(sweep.path),
             "heartbeat": dict(sweep.heartbeat),
         }
         attrs.update(sweep.study_records())  # e.g. a search's spec: its workers read the pruner there

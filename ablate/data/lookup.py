@@ -1,0 +1,45 @@
+"""What a sweep's checks and controller read of a trial's data without preparing it: whether a local
+corpus's files are there (before anything runs), and the dev references of data already prepared here
+(the adaptive-seeds controller's chrF gate, as the table computes it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ablate.data.catalog import CORPORA, build_corpus
+from ablate.data.prepare import cache_root, find_prepared
+
+
+def missing_files(data: Mapping[str, Any]) -> str | None:
+    """Why a corpus that opens offline (``opens_offline``: local files only) cannot be opened with the
+    data section ``data`` (a missing file, a wrong data.root), or None; other corpora are not opened."""
+    from ablate.data.errors import DataError
+
+    if not CORPORA.get(str(data.get("corpus"))).opens_offline:
+        return None
+    try:
+        build_corpus(
+            str(data["corpus"]),
+            dict(data.get("args") or {}),
+            data.get("root"),
+            str(data.get("src_lang")),
+            str(data.get("tgt_lang")),
+            cache_root(data.get("cache_dir")),
+        )
+    except DataError as exc:
+        return str(exc)
+    return None
+
+
+def dev_references(config: Any) -> list[str] | None:
+    """The target side of a trial's dev split, raw, from its prepared data (its ``data`` section as a mapping);
+    None when that data is not prepared here or cannot be read (as :func:`floor_of`)."""
+    from omegaconf import OmegaConf
+
+    data = dict(config.get("data") or {})
+    try:
+        prepared = find_prepared(OmegaConf.create(data))
+        return list(prepared.raw(str(data.get("valid_split") or "valid"), "tgt")) if prepared is not None else None
+    except Exception:  # noqa: BLE001 - no references: nothing is withheld, as the table does without them
+        return None
