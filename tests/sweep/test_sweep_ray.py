@@ -4,7 +4,8 @@ The controller is tests/sweep/fake_controller.py, whose Ray launcher starts each
 trainer (``trial_fn``); the jobs get this process's PYTHONPATH (the launcher passes it) to import it.
 Covered: a 4-trial sweep end to end; a job stopped (``ray job stop``) or its worker killed (kill -9)
 mid-training resumes from its checkpoint and completes once; a controller killed and rerun adopts
-the running job; two controllers run every trial once; --detach then ``ablate status``; a trial
+the running job; two controllers run every trial once; --detach then ``ablate status``; a cluster lost
+mid-sweep (one line, its running trials marked lost, a rerun resumes them); a trial
 asking more than the cluster has is refused before anything is stored.
 """
 
@@ -190,3 +191,46 @@ def test_ctrl_c_stops_the_jobs_it_submitted_and_a_rerun_resumes(ray_cluster, wri
     assert again.returncode == 0, again.stdout + again.stderr
     starts = [c["start"] for c in calls(run_dir)]
     assert len(starts) == 2 and starts[1] >= 3  # resumed from its checkpoint
+
+
+def _ray(*args: str) -> None:
+    import shutil
+    import sys
+    from pathlib import Path
+
+    ray = shutil.which("ray") or str(Path(sys.executable).parent / "ray")
+    subprocess.run([ray, *args], capture_output=True, timeout=180, check=False)
+
+
+def test_a_lost_cluster_is_one_line_and_a_rerun_on_a_live_one_resumes(ray_cluster, write_sweep):
+    """`ray stop --force` mid-sweep (the tier's shared cluster, started again after with the same
+    settings): the controller ends in one line with the running trials marked lost, not RUNNING."""
+    path = write_sweep(
+        rows=ROWS[:2],
+        launcher=LAUNCHER,
+        overrides=["train.max_steps=6"],
+        fake={"*": {"hold_at": 2}},
+        heartbeat={"interval_s": 1, "grace_s": 120},  # as by default: the reaper would not see them for minutes
+    )
+    run_dirs = [t.run_dir for t in load_sweep(path).trials]
+    ctl = subprocess.Popen(
+        ablate_cmd("sweep", str(path)), env=fake_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        _wait(lambda: all(read_progress(r).get("step", 0) >= 2 for r in run_dirs), what="both trials at their hold")
+        _ray("stop", "--force")
+        _, err = ctl.communicate(timeout=180)
+    finally:
+        if ctl.poll() is None:
+            ctl.kill()
+        for r in run_dirs:
+            release(r)  # a worker that outlived its cluster would hold no longer
+        _ray("start", "--head", "--num-cpus", "4", "--num-gpus", "0", "--disable-usage-stats")
+    last = err.strip().splitlines()[-1]
+    assert ctl.returncode == 2 and last.startswith("error: "), err[-2000:]
+    assert "has not answered for 30 s" in last and "2 running trial(s) marked lost" in last, last
+    assert not [a for a in SweepStore.for_sweep(load_sweep(path)).attempts() if a.state == "RUNNING"]
+    again = _sweep("sweep", str(path))
+    assert again.returncode == 0, again.stdout + again.stderr
+    for marks in attempt_marks(path).values():  # killed with the cluster, then resumed, no retry spent
+        assert [m[1:] for m in marks] == [("FAIL", "killed"), ("COMPLETE", None)], marks

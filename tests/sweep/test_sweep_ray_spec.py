@@ -105,3 +105,41 @@ def test_table3_runs_on_ray_without_its_slurm_time_limits(monkeypatch, capsys):
     out, err = capsys.readouterr()
     assert "row 'big': resource key(s) timeout_min are for launcher slurm; --launcher ray leaves them out" in err
     assert "launcher ray" in out.splitlines()[0]
+
+
+class _Gone:
+    """A job client whose cluster has stopped answering (what `ray stop --force` leaves)."""
+
+    def list_jobs(self):
+        raise ConnectionError("Failed to connect to Ray at address: http://127.0.0.1:8265.")
+
+    def submit_job(self, **_kwargs):
+        raise ConnectionError("Failed to connect to Ray at address: http://127.0.0.1:8265.")
+
+
+def test_a_lost_cluster_marks_its_running_trials_lost_in_one_line(monkeypatch, write_sweep):
+    from ablate.sweep.file.spec import load_sweep
+    from ablate.sweep.launch import ray_jobs
+    from ablate.sweep.store.state import free_retry
+    from ablate.sweep.store.store import SweepStore
+
+    sweep = load_sweep(write_sweep(launcher={"name": "ray"}, seeds=[1, 2]))
+    store = SweepStore.for_sweep(sweep)
+    store.sync(sweep)
+    running, waiting = store.attempts()
+    store.set_attr(running.storage_id, "ray_job", "ablate-t-1-abc")
+    assert store.claim(running.storage_id, "ray:ablate-t-1-abc")
+    launcher = RayLauncher(sweep, store)
+    launcher._client = _Gone()
+    launcher.poll()  # a first miss: the dashboard may be restarting; nothing is marked yet
+    launcher.start([waiting])  # a submission that is not answered leaves the trial waiting
+    assert store.get(running.storage_id).state == "RUNNING" and store.get(waiting.storage_id).state == "WAITING"
+    monkeypatch.setattr(ray_jobs, "LOST_AFTER_S", 0.0)  # the cluster has now been silent long enough
+    with pytest.raises(SweepError) as lost:
+        launcher.poll()
+    said = str(lost.value)
+    assert "\n" not in said and "the Ray cluster at auto has not answered" in said and "1 running trial(s)" in said
+    gone = store.get(running.storage_id)
+    assert gone.state == "FAIL" and gone.kind == "killed"
+    assert free_retry(gone) is not None  # the rerun resumes it from its checkpoint without spending a retry
+    assert store.get(waiting.storage_id).state == "WAITING"  # still waiting, under its recorded job id

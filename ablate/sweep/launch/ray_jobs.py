@@ -25,6 +25,10 @@ Nothing of the trial lives in the controller, so a controller killed and rerun a
 - **Ending**: a job Ray reports ended (FAILED, STOPPED, SUCCEEDED) while its attempt is still open fails
   the attempt with Ray's state and the command that shows its log; a stopped job (``ray job stop``)
   ends as ``interrupted`` by the worker itself and is retried, resuming from its checkpoint.
+- **A lost cluster** (its dashboard unreachable for ``LOST_AFTER_S``; a dashboard restart takes seconds):
+  the running attempts of the sweep are failed as ``killed`` (their processes died with the cluster; each
+  resumes from its checkpoint with no retry spent) and the controller ends in one line; a rerun on a live
+  cluster submits them again. Nothing is left RUNNING for the heartbeat's grace period to find.
 - **Ctrl-C** stops the jobs this controller submitted (``stop_job``: SIGTERM, the worker records
   ``interrupted``); ``--detach`` leaves them running and ``ablate status`` follows them.
 """
@@ -58,6 +62,7 @@ from ablate.sweep.store.state import Attempt
 
 EXTRA = 'pip install -e ".[ray]"'  # what installs Ray beside ablate
 _OPEN = ("PENDING", "RUNNING")  # Ray job states of a job that may still run its attempt
+LOST_AFTER_S = 30.0  # a cluster whose dashboard has not answered this long is lost
 _PASSED_ENV = ("ABLATE_", "WANDB_", "PYTHONPATH")
 
 
@@ -181,8 +186,29 @@ class RayLauncher(Launcher):
         """One list_jobs call: every job's state by submission id (unknown: the heartbeat decides)."""
         try:
             self._states = {j.submission_id: str(j.status.value) for j in self.client.list_jobs() if j.submission_id}
-        except (ConnectionError, RuntimeError, OSError):
+            self._unreachable_since = None
+        except (ConnectionError, RuntimeError, OSError) as exc:
             self._states = {}
+            self._unreachable(exc)
+
+    _unreachable_since: float | None = None
+
+    def _unreachable(self, exc: BaseException) -> None:
+        """The cluster did not answer: after LOST_AFTER_S of that, it is lost (see the module doc)."""
+        now = time.monotonic()
+        if self._unreachable_since is None:
+            self._unreachable_since = now
+        if now - self._unreachable_since < LOST_AFTER_S:
+            return
+        lost = [a for a in self.active() if a.state == "RUNNING" and a.attrs.get("ray_job")]
+        for a in lost:
+            self.store.fail(a.storage_id, f"the Ray cluster at {self.address} was lost", "killed")
+        said = " ".join(str(exc).split())[:160]
+        raise SweepError(
+            f"{self.sweep.path}: the Ray cluster at {self.address} has not answered for {LOST_AFTER_S:.0f} s ({said}); "
+            f"{len(lost)} running trial(s) marked lost (each resumes from its checkpoint, no retry spent): start the "
+            f"cluster and run `ablate sweep {self.sweep.path}` again"
+        )
 
     def _job(self, attempt: Attempt) -> str | None:
         job = attempt.attrs.get("ray_job")
@@ -222,7 +248,8 @@ class RayLauncher(Launcher):
             job = self._reserve(a)
             if job is None:
                 continue  # another controller took it
-            self._submit(a, job)
+            if not self._submit(a, job):
+                return  # the cluster did not answer: no more submissions this pass
             self.started.add(a.ablate_id)
             in_flight += 1
 
@@ -238,7 +265,7 @@ class RayLauncher(Launcher):
             self.store.set_attr(a.storage_id, "ray_job", job)
             return job
 
-    def _submit(self, a: Attempt, job: str) -> None:
+    def _submit(self, a: Attempt, job: str) -> bool:
         spec = next((t for t in self.sweep.trials if t.trial_id == a.ablate_id), None)
         gpu = uses_gpu(spec.config) if spec is not None else False
         packed = 1 if a.attrs.get("alone") else int(self.cfg.get("trials_per_device", 1))
@@ -258,12 +285,16 @@ class RayLauncher(Launcher):
             self.client.submit_job(
                 entrypoint=self.entrypoint(a, job), submission_id=job, runtime_env={"env_vars": env}, **kwargs
             )
+        except (ConnectionError, OSError) as exc:  # the cluster is not answering: the next passes tell
+            self._unreachable(exc)  # whether it is lost; the attempt stays WAITING under its recorded id
+            return False
         except RuntimeError as exc:
             if "already exists" not in str(exc):  # a resubmission of a recorded id: it is Ray's already
                 said = " ".join(str(exc).split())[-200:]
                 raise SweepError(f"{self.sweep.path}: Ray refused job {job}: {said}; the trial stays waiting") from None
         self._states[job] = "PENDING"
         self.submitted.append(job)
+        return True
 
     def entrypoint(self, a: Attempt, job: str) -> str:
         """The shell command a job runs: the worker, in the controller's folder where the node has it."""
