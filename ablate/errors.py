@@ -72,3 +72,14 @@ def check_known_keys(where: str, mapping: Mapping[str, Any], valid: Sequence[str
     for key in mapping:
         if key not in valid:
             raise unknown_key(where, key, valid)
+
+
+def connection_failed(exc: BaseException) -> bool:
+    """A server that refused, timed out or turned the login down: the DB-API's ``OperationalError``, raised
+    as it is by a driver's cursor, wrapped by SQLAlchemy (``orig``) or by Optuna (``__cause__``)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if any(cls.__name__ == "OperationalError" for cls in type(seen).__mro__):
+            return True
+        seen = getattr(seen, "orig", None) or seen.__cause__
+    return False

@@ -16,8 +16,7 @@ from sweep_harness import calls
 from ablate.cli import main
 from ablate.sweep.loader import load_results
 from ablate.sweep.store import opening
-from ablate.sweep.store.location import server_url
-from ablate.sweep.store.opening import shown
+from ablate.sweep.store.location import server_url, shown
 
 ROWS = [{"name": "base", "group": "base"}, {"name": "wide", "group": "A", "overrides": ["model.d_ff=48"]}]
 COMMANDS = (["sweep"], ["sweep", "--dry-run"], ["status"], ["table"])
@@ -87,3 +86,64 @@ def test_a_server_that_never_answers_is_one_line_after_the_connect_timeout(write
         assert err.count("\n") == 0 and "cannot reach the database server (connection timeout expired)" in err
     finally:
         listener.close()
+
+
+@pytest.mark.integration
+def test_a_database_stopped_for_30_s_mid_sweep_is_waited_for_and_nothing_is_retried(write_sweep) -> None:
+    import subprocess
+
+    from sweep_harness import ablate_cmd, attempt_marks, fake_env
+    from sweep_harness import wait_for as _wait
+
+    from ablate.rundir import read_progress
+    from ablate.sweep.file.spec import load_sweep
+
+    why = pg_server.why_not()
+    if why or pg_server.bindir() is None:
+        pytest.skip(why or "PostgreSQL is not installed (no initdb): apt-get install postgresql")
+    server = pg_server.start_server()  # its own server: this test stops it
+    try:
+        path = write_sweep(
+            rows=ROWS,
+            store=pg_server.new_database(server.url),
+            overrides=["train.max_steps=16"],
+            fake={"*": {"step_s": 1.0}},
+            heartbeat={"interval_s": 1, "grace_s": 120},
+        )
+        run_dirs = [t.run_dir for t in load_sweep(path).trials]
+        ctl = subprocess.Popen(ablate_cmd("sweep", str(path)), env=fake_env(), stderr=subprocess.PIPE, text=True)
+        _wait(lambda: all(read_progress(r).get("step", 0) >= 2 for r in run_dirs), what="both trials training")
+        server.stop()
+        time.sleep(30)  # the outage: both trials end during it, so their workers' last writes wait too
+        server.start()
+        _, err = ctl.communicate(timeout=300)
+        assert ctl.returncode == 0, err[-2000:]
+        assert "the database server is not answering" in err and "waiting up to" in err
+        assert all(marks == [(0, "COMPLETE", None)] for marks in attempt_marks(path).values()), attempt_marks(path)
+        assert all(len(calls(r)) == 1 for r in run_dirs)  # each trial trained once, through the outage
+    finally:
+        server.remove()
+
+
+def test_a_server_gone_for_longer_than_the_patience_is_one_line(write_sweep, monkeypatch, capsys) -> None:
+    from ablate.errors import StoreUnreachable
+    from ablate.sweep.file.spec import load_sweep
+    from ablate.sweep.store import patience
+    from ablate.sweep.store.store import SweepStore
+
+    why = pg_server.why_not()
+    if why or pg_server.bindir() is None:
+        pytest.skip(why or "PostgreSQL is not installed (no initdb): apt-get install postgresql")
+    server = pg_server.start_server()
+    try:
+        sweep = load_sweep(write_sweep(rows=ROWS, store=pg_server.new_database(server.url)))
+        store = SweepStore.for_sweep(sweep)
+        store.sync(sweep)
+        server.stop()
+        monkeypatch.setattr(patience, "PATIENCE_S", 1.0)
+        with pytest.raises(StoreUnreachable) as gone:
+            store.attempts()
+        assert "has not answered for 1 s (attempts)" in str(gone.value) and "\n" not in str(gone.value)
+        assert "waiting up to 1 s" in capsys.readouterr().err
+    finally:
+        server.remove()

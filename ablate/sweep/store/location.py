@@ -54,3 +54,15 @@ def check_store_url(url: str, where: str) -> None:
     except ImportError as exc:
         extra = "; pip install 'ablate[postgres]'" if url.startswith("postgresql") else ""
         raise SweepError(f"{where}: store {url!r}: its database driver is not installed ({exc}){extra}") from None
+
+
+def shown(url: str) -> str:
+    """A store URL to print: a server URL's password hidden."""
+    if "://" not in url or url.startswith("sqlite"):
+        return url
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - a URL SQLAlchemy cannot parse is reported elsewhere
+        return url

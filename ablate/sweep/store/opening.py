@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ablate.errors import StoreUnreachable, StoreUnreadable, SweepError
-from ablate.sweep.store.location import file_of
+from ablate.errors import StoreUnreachable, StoreUnreadable, SweepError, connection_failed
+from ablate.sweep.store.location import file_of, shown
 
 BUSY_TIMEOUT_S = 30  # seconds a SQLite read or write waits for another process's lock
 CONNECT_TIMEOUT_S = 10  # seconds to connect to a database server (libpq's connect_timeout)
@@ -172,7 +172,7 @@ def open_store(url: str, study_name: str, create: bool) -> Opened:
     except (ImportError, OSError, sqlalchemy.exc.ArgumentError) as exc:  # no driver, a bad URL
         raise SweepError(f"store {url}: cannot open ({exc}); check the store: key of the sweep file") from None
     except db_errors as exc:
-        if path is None and _connection_failed(exc):
+        if path is None and connection_failed(exc):
             _unreachable(url, exc)
         if create and not _not_a_database(exc):
             raise
@@ -240,32 +240,9 @@ def _unreachable(url: str, exc: BaseException) -> NoReturn:
     ) from None
 
 
-def _connection_failed(exc: BaseException) -> bool:
-    """A server that refused, timed out or turned the login down: the DB-API's ``OperationalError``, raised
-    as it is by a driver's cursor, wrapped by SQLAlchemy (``orig``) or by Optuna (``__cause__``)."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if any(cls.__name__ == "OperationalError" for cls in type(seen).__mro__):
-            return True
-        seen = getattr(seen, "orig", None) or seen.__cause__
-    return False
-
-
 def _first_line(exc: BaseException) -> str:
     text = str(getattr(exc, "orig", None) or exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
-
-
-def shown(url: str) -> str:
-    """A store URL to print: a server URL's password hidden."""
-    if "://" not in url or url.startswith("sqlite"):
-        return url
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - a URL SQLAlchemy cannot parse is reported elsewhere
-        return url
 
 
 def _unreadable(exc: BaseException, url: str, path: Path | None, study_name: str) -> NoReturn:

@@ -34,6 +34,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from ablate.errors import connection_failed
 from ablate.sweep.store.state import IDENTITY_ATTRS, Attempt
 
 LIVE = ("WAITING", "RUNNING")
@@ -89,6 +90,8 @@ class TableReader:
                 live = _run(cursor, _LIVE_ATTRS.format(study=self.study_id, identity=_IDENTITY))
                 whole = self._whole(cursor, rows)
         except self.sql.errors as exc:
+            if connection_failed(exc):  # the server, not the schema: waited for by the store (patience.py)
+                raise
             raise SchemaMismatch(str(exc).splitlines()[0]) from None
         changed = self._apply(rows, live, whole)
         if changed:

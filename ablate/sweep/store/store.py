@@ -41,6 +41,7 @@ from ablate.errors import StoreUnreadable, SweepError
 from ablate.sweep.file.spec import Sweep, SweepFile, Trial
 from ablate.sweep.store.location import file_of, store_url
 from ablate.sweep.store.opening import open_store, optuna_storage, read_study_attrs, server_lock, study_names
+from ablate.sweep.store.patience import patient_methods
 from ablate.sweep.store.reads import AttemptReader, by_trial
 from ablate.sweep.store.state import FREE_ATTRS, IDENTITY_ATTRS, Attempt
 
@@ -49,6 +50,9 @@ FILE_ATTR = "file"  # study user attribute: the sweep file the last `ablate swee
 FILE_HERE_ATTR = "file_from_store"  # the same file relative to a file store's folder (found again in a copy)
 
 
+# Every read and write after opening waits out a database server that stops answering (store/patience.py).
+@patient_methods("attempts", "get", "by_trial", "study_attrs", "sync", "adopt", "create_trial", "retry", "claim")
+@patient_methods("beat", "set_attr", "finish", "prune", "fail", "reap")
 class SweepStore:
     """Opens (and on first write creates) the study of one sweep."""
 
