@@ -88,10 +88,16 @@ LAUNCHERS = {
 
 
 def write_sweep(
-    folder: Path, trainer: str, rows: int, steps: int = 24, launcher: str = "local", step_s: float = 0.25
+    folder: Path,
+    trainer: str,
+    rows: int,
+    steps: int = 24,
+    launcher: str = "local",
+    step_s: float = 0.25,
+    store: str = "sqlite",
 ) -> Path:
     """The sweep file (rows x seeds 1, 2) and its experiment in ``folder`` (``steps``: a fake trial's, of
-    ``step_s`` seconds each)."""
+    ``step_s`` seconds each) on ``store``."""
     folder.mkdir(parents=True, exist_ok=True)
     experiment = REAL_EXPERIMENT if trainer == "real" else TINY_EXPERIMENT
     experiment = {**experiment, "train": {**experiment["train"], "max_steps": steps}}
@@ -102,6 +108,7 @@ def write_sweep(
         "name": "chaos",
         "experiment": "exp.yaml",
         "seeds": [1, 2],
+        "store": store,
         "launcher": LAUNCHERS[launcher],
         "heartbeat": {"interval_s": 0.5, "grace_s": 10},
         "wandb": {"mode": "disabled"},
@@ -229,14 +236,25 @@ def check(calm: Path, chaos: Path, report: Report) -> None:
 
 
 def run(
-    root: Path, faults: int, seed: int, trainer: str = "fake", rows: int = 10, steps: int = 24, launcher: str = "local"
+    root: Path,
+    faults: int,
+    seed: int,
+    trainer: str = "fake",
+    rows: int = 10,
+    steps: int = 24,
+    launcher: str = "local",
+    postgres: str | None = None,
 ) -> Report:
     """The undisturbed sweep, then the same sweep under ``faults`` faults (fewer if it ends first: the
-    report says how many); the report of the comparison."""
+    report says how many); the report of the comparison. ``postgres``: a server's URL (no database): each
+    sweep's store is a new database there, not a SQLite file."""
+    import pg_server
+
+    stores = [pg_server.new_database(postgres) for _ in "ab"] if postgres else ["sqlite", "sqlite"]
     # The undisturbed fake sweep trains without sleeping: its metrics are fixed by row and seed, and the
     # sleep per step only gives the faults time to land mid-trial in the disturbed one.
-    calm = write_sweep(root / "calm", trainer, rows, steps, launcher, step_s=0.0)
-    chaos = write_sweep(root / "chaos", trainer, rows, steps, launcher)
+    calm = write_sweep(root / "calm", trainer, rows, steps, launcher, step_s=0.0, store=stores[0])
+    chaos = write_sweep(root / "chaos", trainer, rows, steps, launcher, store=stores[1])
     pause = (0.2, 1.2) if trainer == "fake" else (0.5, 3.0)
     with open(root / "calm.log", "wb") as log:
         quiet = controller(calm, trainer, log)
@@ -260,10 +278,11 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=0, help="steps of a trial (default: fake 60 of 0.25 s, real 150)")
     p.add_argument("--launcher", choices=sorted(LAUNCHERS), default="local", help="slurm: a cluster on this machine")
     p.add_argument("--keep", default="", help="a folder to keep the sweeps and logs in (default: a temporary one)")
+    p.add_argument("--postgres", default=None, help="a PostgreSQL server's URL (no database) for the stores")
     args = p.parse_args()
     root = Path(args.keep or tempfile.mkdtemp(prefix="ablate-chaos-"))
     steps = args.steps or (60 if args.trainer == "fake" else 150)
-    report = run(root, args.faults, args.seed, args.trainer, args.rows, steps, args.launcher)
+    report = run(root, args.faults, args.seed, args.trainer, args.rows, steps, args.launcher, args.postgres)
     print("\n".join(report.lines()))
     print(f"sweeps and logs: {root}")
     return 1 if report.problems else 0

@@ -1,6 +1,7 @@
 """The chaos run, bounded: 30 faults from a fixed seed (kill -9 of workers and of the controller, SIGTERM
 to the controller, a second controller) on a 12-trial sweep of the fake trainer; nothing lost, no retry
-spent, every metric as in the undisturbed run. The full runs: ``python tests/sweep/chaos.py --faults 100``
+spent, every metric as in the undisturbed run; the same on a PostgreSQL server's store and on a real SLURM
+cluster. The full runs: ``python tests/sweep/chaos.py --faults 100``
 (and ``--trainer real``)."""
 
 from __future__ import annotations
@@ -17,6 +18,12 @@ def test_a_chaos_run_loses_nothing_and_spends_no_retry(tmp_path):
     assert sum(report.faults.values()) == 30 and report.trials == 12
     assert report.compared >= 12 * 4  # val/ppl, val/bleu, test/bleu, step (at least) of every trial
     assert sum(report.lost.values()) > 0  # the faults did cost attempts, and each was resumed for free
+
+
+def test_a_chaos_run_on_a_postgresql_store_loses_nothing(postgres_server, tmp_path):
+    report = run(tmp_path, faults=15, seed=2, trainer="fake", rows=4, postgres=postgres_server)
+    assert report.problems == [], "\n".join(report.lines())
+    assert sum(report.faults.values()) >= 10 and report.trials == 8
 
 
 @pytest.mark.slurm

@@ -2,7 +2,8 @@
 to catch a broken one. A launcher registered anywhere is covered here with no new test code.
 
 Each launcher runs the contract's one tiny sweep (3 trials, a stand-in trainer) once per module; every
-check then reads its outcome. A launcher that needs a cluster runs in the integration tier, and only
+check then reads its outcome. The local launcher also runs it on a PostgreSQL server's store. A launcher
+that needs a cluster runs in the integration tier, and only
 where its scheduler answers (``slurm``: ``sinfo``) or, for ``ray``, on a local Ray cluster the tests start.
 """
 
@@ -45,20 +46,24 @@ def _params() -> list[Any]:
     for name in LAUNCHERS.names():
         marks = NEEDS_CLUSTER[name][1] if name in NEEDS_CLUSTER else []
         out.append(pytest.param(name, marks=marks, id=name))
-    return out
+    return [*out, pytest.param("local+postgres", id="local+postgres")]  # the store a cluster would use
 
 
 @pytest.fixture(scope="module", params=_params())
 def outcome(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Outcome:
     """The contract sweep, run once per launcher (about 5-10 s for local on 2 busy cores)."""
-    name = request.param
+    name, store = request.param, "journal:contract.journal"
+    if name.endswith("+postgres"):  # a real PostgreSQL server (skipped where none can start)
+        import pg_server
+
+        name, store = name.removesuffix("+postgres"), pg_server.new_database(request.getfixturevalue("postgres_server"))
     if name == "ray":
         request.getfixturevalue("ray_cluster")
     elif name in NEEDS_CLUSTER:
         problem = _scheduler_problem(NEEDS_CLUSTER[name][0])
         if problem:
             pytest.skip(f"launcher {name}: {problem}")
-    return run_sweep(name, tmp_path_factory.mktemp(f"contract-{name}"))
+    return run_sweep(name, tmp_path_factory.mktemp(f"contract-{name}"), store=store)
 
 
 @pytest.mark.parametrize("check", list(CHECKS))

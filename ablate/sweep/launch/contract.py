@@ -141,8 +141,10 @@ CHECKS: dict[str, Callable[[Outcome], None]] = {
 }
 
 
-def write_sweep(folder: Path, name: str, options: Mapping[str, Any] | None = None) -> Path:
-    """The contract's sweep file (and its experiment) in ``folder``, for launcher ``name``."""
+def write_sweep(
+    folder: Path, name: str, options: Mapping[str, Any] | None = None, store: str = "journal:contract.journal"
+) -> Path:
+    """The contract's sweep file (and its experiment) in ``folder``, for launcher ``name``, on ``store``."""
     import yaml
 
     cls = LAUNCHERS.get(name)
@@ -151,7 +153,7 @@ def write_sweep(folder: Path, name: str, options: Mapping[str, Any] | None = Non
         "name": "contract",
         "experiment": "experiment.yaml",
         "seeds": [1],
-        "store": "journal:contract.journal",
+        "store": store,
         "launcher": launcher,
         "heartbeat": {"interval_s": 1, "grace_s": 10},
         "wandb": {"mode": "disabled"},
@@ -168,13 +170,19 @@ def write_sweep(folder: Path, name: str, options: Mapping[str, Any] | None = Non
     return path
 
 
-def run_sweep(name: str, folder: Path, options: Mapping[str, Any] | None = None, timeout_s: float = 180.0) -> Outcome:
-    """Run the contract sweep under launcher ``name`` in ``folder``; stops it after ``timeout_s``."""
+def run_sweep(
+    name: str,
+    folder: Path,
+    options: Mapping[str, Any] | None = None,
+    timeout_s: float = 180.0,
+    store: str = "journal:contract.journal",
+) -> Outcome:
+    """Run the contract sweep under launcher ``name`` in ``folder`` on ``store``; stops it after ``timeout_s``."""
     from ablate.sweep.file.spec import load_sweep, read_sweep_file
     from ablate.sweep.launch import check_launcher
     from ablate.sweep.store.store import SweepStore
 
-    path = write_sweep(folder, name, options)
+    path = write_sweep(folder, name, options, store)
     check_launcher(read_sweep_file(path))
     sweep = load_sweep(path)
     store = SweepStore.for_sweep(sweep)
