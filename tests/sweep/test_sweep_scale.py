@@ -3,8 +3,8 @@ milliseconds of training each). Every trial runs once, none twice, and the searc
 than ``n_trials`` per row. The cost of a controller pass at this size is measured by
 benchmarks/bench_controller.py; this checks that nothing breaks or repeats.
 
-The integration tier runs a search of 400 trials end to end (concurrent samplers over four rows),
-a 1,000-trial grid's dry run (the ``--max-trials`` rule) and a grid of 200 trials to the end and
+The integration tier runs a search of 200 trials end to end (concurrent samplers over four rows),
+a 1,000-trial grid's dry run (the ``--max-trials`` rule) and a grid of 150 trials to the end and
 rerun. The same two runs at 1,000 trials are marked ``scale``: ``pytest -m scale`` runs them (about
 7 and 9 minutes on 2 cores, alone; see docs/ci.md). Each stand-in trial is a worker process that
 costs about 0.7 CPU-s, mostly importing Optuna's storage, so a run of N trials is CPU-bound at N x 0.35 s
@@ -21,8 +21,8 @@ from sweep_harness import calls
 from ablate.cli import main
 from ablate.sweep.loader import MAX_TRIALS, load_results
 
-N_SEARCH = 400  # the search in the integration tier: n_trials per row, each once, a rerun adds nothing
-N_GRID = 200  # the grid in the integration tier: every trial once, and a rerun launches nothing
+N_SEARCH = 200  # the search in the integration tier: n_trials per row, each once, a rerun adds nothing
+N_GRID = 150  # the grid in the integration tier: every trial once, and a rerun launches nothing
 N_FULL = 1000  # the grid under the `scale` marker, and the size of the dry run's --max-trials check
 LAUNCHER = {"name": "local", "slots": 4, "poll_s": 0.2}
 
@@ -57,7 +57,7 @@ def test_a_grid_over_the_limit_needs_max_trials_at_the_dry_run(write_sweep, caps
 
 
 @pytest.mark.integration
-def test_a_sweep_of_200_trials_runs_each_once(write_sweep, fake_trainer, capsys) -> None:
+def test_a_sweep_of_150_trials_runs_each_once(write_sweep, fake_trainer, capsys) -> None:
     _runs_each_once_and_a_rerun_launches_nothing(_grid(write_sweep, N_GRID), N_GRID, capsys)
 
 
@@ -87,7 +87,7 @@ def _search_keeps_n_trials_per_row(write_sweep, n: int) -> None:
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_a_search_of_400_trials_keeps_n_trials_per_row(write_sweep, fake_trainer) -> None:
+def test_a_search_of_200_trials_keeps_n_trials_per_row(write_sweep, fake_trainer) -> None:
     _search_keeps_n_trials_per_row(write_sweep, N_SEARCH)
 
 
