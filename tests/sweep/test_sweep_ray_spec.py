@@ -123,7 +123,7 @@ def test_a_lost_cluster_marks_its_running_trials_lost_in_one_line(monkeypatch, w
     from ablate.sweep.store.state import free_retry
     from ablate.sweep.store.store import SweepStore
 
-    sweep = load_sweep(write_sweep(launcher={"name": "ray"}, seeds=[1, 2]))
+    sweep = load_sweep(write_sweep(launcher={"name": "ray", "max_running": 2}, seeds=[1, 2]))  # no Ray needed
     store = SweepStore.for_sweep(sweep)
     store.sync(sweep)
     running, waiting = store.attempts()
