@@ -326,9 +326,6 @@ class SlurmLauncher(Launcher):
                 "again where sbatch reaches the cluster (e.g. a login node)"
             ) from None
 
-    def busy(self) -> bool:
-        return False
-
     def capacity(self) -> int:
         """A search keeps as many trials queued as the array may run at once (array_parallelism, else 4),
         times the trials each job runs."""
