@@ -231,8 +231,6 @@ def runs_problem(spec: Sweep) -> str | None:
     Tried, not read from permission bits: a folder made and removed in the nearest existing one (root may
     pass ``os.access`` where no folder can be made, e.g. under /proc or on a read-only mount). The dry run
     writes nothing that stays."""
-    import tempfile
-
     probe = spec.runs_dir
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent

@@ -159,7 +159,7 @@ def open_store(url: str, study_name: str, create: bool) -> Opened:
             # (the except clause below reads db_errors when an error is raised, so this one counts).
             db_errors += (cursors.engine.dialect.loaded_dbapi.Error,)
             return _open_to_read(cursors, study_name)
-        storage = _made_storage(url) if create and path is None else optuna_storage(url, create)
+        storage = optuna_storage(url, create)  # on a server made under the store's advisory lock
         study_id = storage.get_study_id_from_name(study_name)
         return Opened(study_id, _cursors_of(storage), storage, True)
     except ValueError as exc:
@@ -213,24 +213,6 @@ def server_lock(url: str, name: str) -> Iterator[None]:
                 conn.exec_driver_sql(f"SELECT pg_advisory_unlock({key:d})")
     finally:
         engine.dispose()
-
-
-def _made_storage(url: str, tries: int = 3) -> Any:
-    """Optuna's storage on a server database, its tables made. Two processes making them at once collide
-    (on PostgreSQL a unique violation on a type or table both create: two controllers started on a fresh
-    database); the loser tries again and finds them made. A file store is made under its file lock."""
-    import time
-
-    import sqlalchemy.exc
-
-    for attempt in range(tries):
-        try:
-            return optuna_storage(url, True)
-        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
-            if attempt == tries - 1:
-                raise
-            time.sleep(0.2 * (attempt + 1))
-    raise AssertionError("unreachable")
 
 
 def _unreachable(url: str, exc: BaseException) -> NoReturn:
