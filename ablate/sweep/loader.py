@@ -38,7 +38,7 @@ from ablate.sweep.file.plugins import import_plugins
 from ablate.sweep.file.spec import Sweep, SweepFile, expand, read_sweep_file
 from ablate.sweep.file.spec import check_launcher as check_launcher_shape
 from ablate.sweep.plan import trial_states
-from ablate.sweep.store.location import check_store_url, file_of, store_url
+from ablate.sweep.store.location import StoreLocation, check_store_url, locate
 from ablate.sweep.store.state import TrialView
 from ablate.sweep.store.store import SweepStore
 
@@ -78,15 +78,15 @@ def check_sweep_file(sf: SweepFile) -> None:
     """What needs more than the file itself: the store's database, the plugins, the launcher."""
     from ablate.sweep.launch import check_launcher
 
-    check_store_url(store_url(sf), f"{sf.path}: store")
+    check_store_url(locate(sf), f"{sf.path}: store")
     import_plugins(sf.imports, sf.path.parent, str(sf.path))
     check_launcher(sf)
 
 
-def check_store_writable(url: str, where: str) -> None:
+def check_store_writable(location: StoreLocation, where: str) -> None:
     """A file store (SQLite, journal) must be creatable where the URL points; checked without a trace
     (a temporary file in the nearest existing folder, removed at once)."""
-    path = file_of(url)
+    url, path = location.url, location.file
     if path is None:
         return
     path = path if path.is_absolute() else Path.cwd() / path
@@ -162,9 +162,9 @@ def open_sweep(
     check_sweep_file(sf)
     if max_trials is None:
         check_read_size(sf)
-    if writing:
-        check_store_writable(store_url(sf), f"{sf.path}: store")
     store = SweepStore.for_sweep(sf)
+    if writing:
+        check_store_writable(store.location, f"{sf.path}: store")
     recorded = store.recorded_overrides()
     chosen, note = _choose_overrides(overrides, recorded, clear_overrides)
     sweep = expand(sf, chosen)
@@ -286,7 +286,7 @@ def name_clash(spec: Sweep, store: SweepStore) -> str | None:
     if other is None or not other.exists() or other.samefile(spec.path):
         return None
     try:  # a copied project folder: the other file opens the store it was copied from, not this one
-        if SweepStore.for_sweep(read_sweep_file(other)).url != store.url:
+        if locate(read_sweep_file(other)) != store.location:
             return None
     except SweepError:  # the other file no longer reads as a sweep: it cannot run under this name
         return None

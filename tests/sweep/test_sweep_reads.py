@@ -11,7 +11,7 @@ import pytest
 
 from ablate.sweep.file.spec import load_sweep
 from ablate.sweep.plan import trial_states
-from ablate.sweep.store.location import file_of
+from ablate.sweep.store.location import StoreLocation
 from ablate.sweep.store.store import SweepStore
 
 ROWS = [{"name": f"r{i}", "group": "A", "overrides": [f"model.d_ff={16 + i}"]} for i in range(6)]
@@ -124,11 +124,11 @@ def test_opening_to_read_fails_in_one_line(tmp_path):
     empty = tmp_path / "empty.db"
     empty.touch()
     with pytest.raises(SweepError, match="no study 's' yet"):
-        open_store(f"sqlite:///{empty}", "s", create=False)
+        open_store(StoreLocation.parse(f"sqlite:///{empty}"), "s", create=False)
     assert not SweepStore(f"sqlite:///{empty}", "s").exists()
     for create in (False, True):
         with pytest.raises(SweepError, match="cannot open"):
-            open_store("nosuchdb+driver://u@h/x", "s", create=create)
+            open_store(StoreLocation.parse("nosuchdb+driver://u@h/x"), "s", create=create)
 
 
 def test_a_shared_store_without_this_sweeps_study_reads_as_not_started(write_sweep, tmp_path, capsys):
@@ -142,7 +142,7 @@ def test_a_shared_store_without_this_sweeps_study_reads_as_not_started(write_swe
     first = load_sweep(write_sweep(store=shared))
     SweepStore.for_sweep(first).sync(first)
     with pytest.raises(SweepError, match="no study 'other' yet"):
-        open_store(shared, "other", create=False)
+        open_store(StoreLocation.parse(shared), "other", create=False)
     second = write_sweep(filename="other.yaml", name="other", store=shared)
     assert main(["status", str(second)]) == 0
     assert "not started" in capsys.readouterr().out
@@ -167,7 +167,7 @@ def test_an_untested_optuna_schema_is_read_through_optunas_api(write_sweep, caps
     store.sync(sweep)
     expected = [(a.ablate_id, a.state) for a in SweepStore.for_sweep(sweep).attempts()]
     assert store.reader._sql  # the tested revision: SQL
-    db = sqlite3.connect(str(file_of(store.url)))
+    db = sqlite3.connect(str(store.location.file))
     db.execute("UPDATE alembic_version SET version_num = 'v99.0.0.a'")
     db.commit()
     db.close()

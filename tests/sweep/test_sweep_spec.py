@@ -14,7 +14,8 @@ from ablate.cli import main
 from ablate.errors import SweepError
 from ablate.sweep.file.spec import load_sweep, resolve_sweep_path, trial_id
 from ablate.sweep.loader import open_sweep
-from ablate.sweep.store.store import SweepStore, store_url
+from ablate.sweep.store.location import locate
+from ablate.sweep.store.store import SweepStore
 
 
 def test_rows_seeds_zip_and_grid_expand(write_sweep):
@@ -135,7 +136,8 @@ def test_a_store_that_exists_is_not_modified_by_a_broken_file(write_sweep):
     path = write_sweep()
     sweep = load_sweep(path)
     SweepStore.for_sweep(sweep).sync(sweep)
-    db = Path(store_url(load_sweep(path))[len("sqlite:///") :])
+    db = locate(load_sweep(path)).file
+    assert db is not None
     before = (db.stat().st_mtime_ns, db.read_bytes())
     write_sweep(rows=[{"name": "base"}, {"name": "x", "overrides": ["model.norm=nope"]}])
     assert main(["sweep", str(path)]) == 2

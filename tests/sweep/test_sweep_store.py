@@ -10,8 +10,9 @@ import pytest
 
 from ablate.sweep.file.spec import load_sweep
 from ablate.sweep.plan import trial_states
+from ablate.sweep.store.location import locate
 from ablate.sweep.store.state import TrialView, decide
-from ablate.sweep.store.store import SweepStore, store_url
+from ablate.sweep.store.store import SweepStore
 
 STORES = ["sqlite", "journal:t.journal", "postgres"]
 ROWS = [{"name": f"r{i}", "group": "A", "overrides": [f"model.d_ff={16 * (i + 1)}"]} for i in range(6)]
@@ -94,7 +95,25 @@ def test_status_of_a_missing_store_creates_nothing(write_sweep):
     st = SweepStore.for_sweep(sweep)
     assert not st.exists()
     assert not (sweep.path.parent / ".ablate").exists()
-    assert store_url(sweep).endswith("/.ablate/t.db")
+    assert locate(sweep).url.endswith("/.ablate/t.db")
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_exists_only_looks(write_sweep, store_for, store):
+    """exists() reads the study names and keeps nothing: no connection, no Optuna storage, no lock file,
+    whether the study is there or not; the store is opened by what reads it next."""
+    sweep = load_sweep(write_sweep(store=store_for(store)))
+    first = SweepStore.for_sweep(sweep)
+    assert not first.exists()
+    SweepStore.for_sweep(sweep).sync(sweep)
+    looked = SweepStore.for_sweep(sweep)
+    folder = sweep.path.parent
+    before = sorted(p.name for p in folder.rglob("*"))
+    assert looked.exists() and first.exists()
+    for st in (first, looked):
+        assert (st._study_id, st._engine, st._storage) == (None, None, None)
+    assert sorted(p.name for p in folder.rglob("*")) == before
+    assert len(looked.attempts()) == len(sweep.trials)
 
 
 def _claim(path: str, storage_id: int, token: str, barrier) -> bool:

@@ -19,10 +19,11 @@ from ablate.sweep.file.spec import Sweep
 def shared_needs(sweep: Sweep, nodes: str, env_hint: str) -> list[str]:
     """The dry run's lines for a launcher whose trials run on other machines: the store, the runs folder
     and ablate itself must be there too."""
-    from ablate.sweep.store.location import file_of, store_url
+    from ablate.sweep.store.location import locate
 
-    url = store_url(sweep)
-    if file_of(url):
+    location = locate(sweep)
+    url = location.url
+    if location.file is not None:
         store = f"the store ({url}) on a file system {nodes} share (or a database URL: store: postgresql://...)"
     else:
         store = f"the store ({url}) reachable from {nodes}"

@@ -1,22 +1,66 @@
-"""Where a sweep's store lives: its URL (a SQLite file beside the sweep file by default, a journal file,
-or any SQLAlchemy URL), the local file behind it, and the check of a server URL before anything runs."""
+"""Where a sweep's store lives, parsed once: its URL, its kind and the local file behind it.
+
+A :class:`StoreLocation` is made once per store (:func:`locate` from a sweep file, :meth:`StoreLocation.parse`
+from a URL a worker is handed) and passed on; nothing else parses a store URL. Kinds: ``sqlite`` (a
+SQLite file, beside the sweep file by default), ``journal`` (Optuna's journal file) and ``server`` (any
+other SQLAlchemy URL: PostgreSQL, MySQL, or SQLite without a file such as ``sqlite:///:memory:``).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from ablate.errors import SweepError
 from ablate.sweep.file.spec import Sweep, SweepFile
 
 
-def store_url(sweep: Sweep | SweepFile) -> str:
-    """The store of a sweep as a URL a worker can reopen: sqlite:///abs, journal:/abs or as given."""
+@dataclass(frozen=True)
+class StoreLocation:
+    """A store's URL as Optuna opens it, its kind, and its local file (None on a server)."""
+
+    url: str
+    kind: str  # "sqlite" | "journal" | "server"
+    file: Path | None
+
+    @classmethod
+    def parse(cls, url: str) -> StoreLocation:
+        """The one reading of a store URL (``sqlite:///PATH``, ``journal:PATH`` or a server's URL)."""
+        path = file_of(url)
+        if path is None:
+            return cls(server_url(url), "server", None)
+        return cls(url, "journal" if url.startswith("journal:") else "sqlite", path)
+
+    @classmethod
+    def sqlite(cls, path: Path) -> StoreLocation:
+        return cls(f"sqlite:///{path}", "sqlite", path)
+
+    @property
+    def shown(self) -> str:
+        """The URL to print: a server's password hidden."""
+        return shown(self.url)
+
+    @property
+    def plain_sqlite(self) -> Path | None:
+        """The file of a SQLite URL without options (read with the standard library's sqlite3), else None."""
+        if self.kind != "sqlite" or "?" in self.url or "%" in self.url:  # options, or a path SQLAlchemy unquotes
+            return None
+        return self.file
+
+    def __str__(self) -> str:
+        return self.url
+
+
+def locate(sweep: Sweep | SweepFile) -> StoreLocation:
+    """The store of a sweep: ``.ablate/<name>.db`` beside its file, a journal file (relative to the sweep
+    file's folder), or a server's URL as given."""
     if sweep.store == "sqlite":
-        return f"sqlite:///{sweep.path.parent / '.ablate' / (sweep.name + '.db')}"
+        return StoreLocation.sqlite(sweep.path.parent / ".ablate" / (sweep.name + ".db"))
     if sweep.store.startswith("journal:"):
         path = Path(sweep.store[len("journal:") :])
-        return f"journal:{path if path.is_absolute() else (sweep.path.parent / path).resolve()}"
-    return server_url(sweep.store)
+        path = path if path.is_absolute() else (sweep.path.parent / path).resolve()
+        return StoreLocation(f"journal:{path}", "journal", path)
+    return StoreLocation.parse(sweep.store)
 
 
 def server_url(url: str) -> str:
@@ -36,13 +80,14 @@ def file_of(url: str) -> Path | None:
     return None
 
 
-def check_store_url(url: str, where: str) -> None:
+def check_store_url(location: StoreLocation, where: str) -> None:
     """A server database URL must name a database SQLAlchemy knows (checked before anything runs)."""
-    if url.startswith(("sqlite:///", "journal:")):
+    if location.file is not None:
         return
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
+    url = location.url
     try:
         make_url(url).get_dialect()
     except (ArgumentError, NoSuchModuleError, ValueError) as exc:

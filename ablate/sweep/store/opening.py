@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ablate.errors import StoreUnreachable, StoreUnreadable, SweepError, connection_failed
-from ablate.sweep.store.location import file_of, shown
+from ablate.sweep.store.location import StoreLocation
 
 BUSY_TIMEOUT_S = 30  # seconds a SQLite read or write waits for another process's lock
 CONNECT_TIMEOUT_S = 10  # seconds to connect to a database server (libpq's connect_timeout)
@@ -84,13 +84,6 @@ class EngineCursors:
 Cursors = SqliteCursors | EngineCursors
 
 
-def plain_sqlite(url: str) -> Path | None:
-    """The file of a ``sqlite:///PATH`` URL without options (read with sqlite3), else None."""
-    if not url.startswith("sqlite:///") or "?" in url or "%" in url:  # options, or a path SQLAlchemy unquotes
-        return None
-    return file_of(url)
-
-
 def rows(cursors: Cursors, statement: str) -> list[Any]:
     with cursors.cursor() as cursor:
         cursor.execute(statement)
@@ -102,17 +95,48 @@ def study_ids(cursors: Cursors) -> dict[str, int]:
     return {str(name): int(sid) for sid, name in rows(cursors, "SELECT study_id, study_name FROM studies")}
 
 
-def study_names(url: str) -> list[str]:
-    """The studies of a store, read with SQL: nothing is written (Optuna's own listing makes its tables in
-    any .db file it is pointed at) and Optuna is not imported; [] for a file that is not a store."""
-    try:
-        sqlite = plain_sqlite(url)
-        if sqlite is not None:
-            return list(study_ids(SqliteCursors(sqlite))) if sqlite.is_file() else []
-        import sqlalchemy
+def studies_in(location: StoreLocation) -> list[str]:
+    """The studies of a store, looked up without keeping anything open or making anything: [] for a file
+    not there yet or a database without Optuna's tables; a file that is not a store or a server that cannot
+    be reached raise their one line. SQL stores are read with SQL (Optuna's own listing makes its tables in
+    any .db file it is pointed at); a journal through Optuna, which reads it without a lock."""
+    if location.file is not None and not location.file.exists():
+        return []
+    url, sqlite = location.url, location.plain_sqlite
+    if sqlite is not None:
+        try:
+            return list(study_ids(SqliteCursors(sqlite)))
+        except sqlite3.Error as exc:
+            return _no_tables(exc, location)
+    if location.kind == "journal":
+        try:
+            return [s.study_name for s in optuna_storage(location, create=False).get_all_studies()]
+        except ValueError as exc:  # a file of other lines (e.g. the sweep file itself): never a store
+            _not_a_journal(location, exc)
+    import sqlalchemy
+    import sqlalchemy.exc
 
-        return list(study_ids(EngineCursors(sqlalchemy.create_engine(url, **_engine_kwargs(url)))))
-    except Exception:  # noqa: BLE001 - a file that is not a store is none of ours to read
+    try:
+        engine = sqlalchemy.create_engine(url, **_engine_kwargs(url))
+    except (ImportError, sqlalchemy.exc.ArgumentError) as exc:
+        raise SweepError(f"store {url}: cannot open ({exc}); check the store: key of the sweep file") from None
+    cursors = EngineCursors(engine)
+    try:
+        return list(study_ids(cursors))
+    except (sqlalchemy.exc.DBAPIError, engine.dialect.loaded_dbapi.Error) as exc:
+        if location.file is None and connection_failed(exc):
+            _unreachable(location, exc)
+        return _no_tables(exc, location)
+    finally:
+        engine.dispose()
+
+
+def study_names(location: StoreLocation) -> list[str]:
+    """The studies of a store, [] for anything that is not one (other sweeps' stores, looked for beside
+    this one: none of ours to complain about)."""
+    try:
+        return studies_in(location)
+    except SweepError:
         return []
 
 
@@ -127,17 +151,17 @@ class Opened:
     checked: bool  # opened to write: Optuna created its tables and checked their schema
 
 
-def open_store(url: str, study_name: str, create: bool) -> Opened:
-    """Open (with ``create``: make) the study of a sweep in the store at ``url``. Reading a SQLite file
-    needs the standard library only, a server database SQLAlchemy: Optuna (0.19 s to import) loads to
-    write or to read a journal."""
-    read = not create and not url.startswith("journal:")
-    path = file_of(url)
+def open_store(location: StoreLocation, study_name: str, create: bool) -> Opened:
+    """Open (with ``create``: make) the study of a sweep in the store at ``location``. Reading a SQLite
+    file needs the standard library only, a server database SQLAlchemy: Optuna (0.19 s to import) loads
+    to write or to read a journal."""
+    url, path = location.url, location.file
+    read = not create and location.kind != "journal"
     if path is not None and not create and not path.exists():
         raise SweepError(f"store {path}: does not exist yet; run `ablate sweep` first")
     if path is not None and create:
         path.parent.mkdir(parents=True, exist_ok=True)
-    if read and (sqlite := plain_sqlite(url)) is not None:
+    if read and (sqlite := location.plain_sqlite) is not None:
         try:
             return _open_to_read(SqliteCursors(sqlite), study_name)
         except sqlite3.Error as exc:
@@ -159,21 +183,18 @@ def open_store(url: str, study_name: str, create: bool) -> Opened:
             # (the except clause below reads db_errors when an error is raised, so this one counts).
             db_errors += (cursors.engine.dialect.loaded_dbapi.Error,)
             return _open_to_read(cursors, study_name)
-        storage = optuna_storage(url, create)  # on a server made under the store's advisory lock
+        storage = optuna_storage(location, create)  # on a server made under the store's advisory lock
         study_id = storage.get_study_id_from_name(study_name)
         return Opened(study_id, _cursors_of(storage), storage, True)
     except ValueError as exc:
-        if url.startswith("journal:"):  # a file of other lines (e.g. the sweep file itself): never a store
-            raise StoreUnreadable(
-                f"store {url}: {path} is not an Optuna journal file ({exc}); point the sweep file's store: at a "
-                "new or existing journal file"
-            ) from None
+        if location.kind == "journal":  # a file of other lines (e.g. the sweep file itself): never a store
+            _not_a_journal(location, exc)
         raise SweepError(f"store {url}: cannot open ({exc}); check the store: key of the sweep file") from None
     except (ImportError, OSError, sqlalchemy.exc.ArgumentError) as exc:  # no driver, a bad URL
         raise SweepError(f"store {url}: cannot open ({exc}); check the store: key of the sweep file") from None
     except db_errors as exc:
         if path is None and connection_failed(exc):
-            _unreachable(url, exc)
+            _unreachable(location, exc)
         if create and not _not_a_database(exc):
             raise
         _unreadable(exc, url, path, study_name)
@@ -188,12 +209,13 @@ def open_store(url: str, study_name: str, create: bool) -> Opened:
 
 
 @contextlib.contextmanager
-def server_lock(url: str, name: str) -> Iterator[None]:
+def server_lock(location: StoreLocation, name: str) -> Iterator[None]:
     """Hold PostgreSQL's advisory lock named after the sweep while the block runs: what the file lock
     does beside a file store (two controllers starting at once on one database each enqueued the same
     trial: seen 1 run in 12 of the store tests). Other servers run the block unlocked: the claim's
     check for a lower-numbered twin is their guard. The lock is the session's, on a connection of its
     own, so it is released when that connection closes, even by a process killed mid-block."""
+    url = location.url
     if not url.startswith("postgresql"):
         yield
         return
@@ -215,9 +237,9 @@ def server_lock(url: str, name: str) -> Iterator[None]:
         engine.dispose()
 
 
-def _unreachable(url: str, exc: BaseException) -> NoReturn:
+def _unreachable(location: StoreLocation, exc: BaseException) -> NoReturn:
     raise StoreUnreachable(
-        f"store {shown(url)}: cannot reach the database server ({_first_line(exc)}); check that it runs "
+        f"store {location.shown}: cannot reach the database server ({_first_line(exc)}); check that it runs "
         "and accepts this URL (the store: key of the sweep file)"
     ) from None
 
@@ -239,6 +261,20 @@ def _unreadable(exc: BaseException, url: str, path: Path | None, study_name: str
     raise SweepError(f"store {url}: no study {study_name!r} yet ({why}); run `ablate sweep` first") from None
 
 
+def _no_tables(exc: BaseException, location: StoreLocation) -> list[str]:
+    """A database without Optuna's tables (yet) holds no study; a file that is not a database is one line."""
+    if _not_a_database(exc):
+        _unreadable(exc, location.url, location.file, "")
+    return []
+
+
+def _not_a_journal(location: StoreLocation, exc: BaseException) -> NoReturn:
+    raise StoreUnreadable(
+        f"store {location.url}: {location.file} is not an Optuna journal file ({exc}); point the sweep file's "
+        "store: at a new or existing journal file"
+    ) from None
+
+
 def _not_a_database(exc: BaseException) -> bool:
     """SQLite's answer when the store's file holds something else (a YAML file, a journal, text)."""
     return "file is not a database" in str(getattr(exc, "orig", None) or exc)
@@ -256,14 +292,15 @@ def _cursors_of(storage: Any) -> Cursors | None:
     return EngineCursors(engine) if engine is not None else None
 
 
-def optuna_storage(url: str, create: bool) -> Any:
-    """Optuna's storage for ``url``; without ``create`` its table creation and schema check are skipped."""
+def optuna_storage(location: StoreLocation, create: bool) -> Any:
+    """Optuna's storage for ``location``; without ``create`` its table creation and schema check are skipped."""
     import optuna
 
-    if url.startswith("journal:"):
+    if location.kind == "journal":
         from optuna.storages.journal import JournalFileBackend, JournalStorage
 
-        return JournalStorage(JournalFileBackend(str(file_of(url))))
+        return JournalStorage(JournalFileBackend(str(location.file)))
+    url = location.url
     return optuna.storages.RDBStorage(
         url, engine_kwargs=_engine_kwargs(url), skip_compatibility_check=not create, skip_table_creation=not create
     )

@@ -23,7 +23,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ablate.errors import StoreUnreachable, connection_failed
-from ablate.sweep.store.location import file_of, shown
 
 PATIENCE_S = 180.0  # how long a sweep waits for its database server before giving up
 FIRST_WAIT_S, LONGEST_WAIT_S = 0.5, 10.0
@@ -36,7 +35,7 @@ def patient(method: F) -> F:
 
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if file_of(self.url) is not None:
+        if self.location.file is not None:
             return method(self, *args, **kwargs)
         deadline: float | None = None
         wait = FIRST_WAIT_S
@@ -50,13 +49,13 @@ def patient(method: F) -> F:
                 if deadline is None:
                     deadline = now + PATIENCE_S
                     print(
-                        f"store {shown(self.url)}: the database server is not answering ({method.__name__}); "
+                        f"store {self.location.shown}: the database server is not answering ({method.__name__}); "
                         f"waiting up to {PATIENCE_S:.0f} s",
                         file=sys.stderr,
                     )
                 if now >= deadline:
                     raise StoreUnreachable(
-                        f"store {shown(self.url)}: the database server has not answered for {PATIENCE_S:.0f} s "
+                        f"store {self.location.shown}: the database server has not answered for {PATIENCE_S:.0f} s "
                         f"({method.__name__}); start it, then run the command again (nothing is lost)"
                     ) from None
                 time.sleep(min(wait, deadline - now))

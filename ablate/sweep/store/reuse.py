@@ -12,33 +12,29 @@ from __future__ import annotations
 
 from ablate.errors import SweepError
 from ablate.sweep.file.spec import Sweep
-from ablate.sweep.store.location import file_of
+from ablate.sweep.store.location import StoreLocation
 from ablate.sweep.store.store import SweepStore
 
 
-def _candidates(store: SweepStore) -> list[str]:
-    """Store URLs to look in: this one, and the other SQLite stores in its folder."""
-    urls = [store.url]
-    path = file_of(store.url)
-    if path is not None and store.url.startswith("sqlite:///") and path.parent.is_dir():
-        urls += [f"sqlite:///{p}" for p in sorted(path.parent.glob("*.db")) if p != path]
-    return urls
+def _candidates(store: SweepStore) -> list[StoreLocation]:
+    """Stores to look in: this one, and the other SQLite stores in its folder."""
+    found = [store.location]
+    path = store.location.file
+    if path is not None and store.location.kind == "sqlite" and path.parent.is_dir():
+        found += [StoreLocation.sqlite(p) for p in sorted(path.parent.glob("*.db")) if p != path]
+    return found
 
 
-def other_sweeps(spec: Sweep, store: SweepStore) -> list[tuple[str, str, int]]:
-    """(sweep name, store URL, finished trials it shares with ``spec``) of every other sweep nearby."""
+def other_sweeps(spec: Sweep, store: SweepStore) -> list[tuple[str, StoreLocation, int]]:
+    """(sweep name, its store, finished trials it shares with ``spec``) of every other sweep nearby."""
     mine = {t.trial_id for t in spec.trials}
     found = []
-    for url in _candidates(store):
-        path = file_of(url)
-        if path is not None and not path.exists():
-            continue
-        names = SweepStore.study_names(url)
-        for name in names:
+    for location in _candidates(store):
+        for name in SweepStore.study_names(location):
             if name == spec.name or ":" in name:  # a search's row studies (<sweep>:<row>): not sweeps
                 continue
-            done = [a for a in SweepStore(url, name).attempts() if a.state == "COMPLETE" and a.ablate_id in mine]
-            found.append((name, url, len(done)))
+            done = [a for a in SweepStore(location, name).attempts() if a.state == "COMPLETE" and a.ablate_id in mine]
+            found.append((name, location, len(done)))
     return found
 
 
@@ -58,9 +54,9 @@ def hint(spec: Sweep, store: SweepStore) -> str | None:
     )
 
 
-def check_reuse(spec: Sweep, store: SweepStore, name: str) -> str:
-    """The store URL of sweep ``name``, for ``--reuse`` (read-only: the dry run checks it too)."""
-    found = {n: url for n, url, _ in other_sweeps(spec, store)}
+def check_reuse(spec: Sweep, store: SweepStore, name: str) -> StoreLocation:
+    """The store of sweep ``name``, for ``--reuse`` (read-only: the dry run checks it too)."""
+    found = {n: location for n, location, _ in other_sweeps(spec, store)}
     if name not in found:
         near = ", ".join(found) or "none"
         raise SweepError(f"--reuse {name}: no sweep of that name in or beside the store (found: {near})")
@@ -69,10 +65,10 @@ def check_reuse(spec: Sweep, store: SweepStore, name: str) -> str:
 
 def reuse(spec: Sweep, store: SweepStore, name: str) -> int:
     """Copy the finished attempts of sweep ``name`` that this sweep shares (by trial id) into its store."""
-    url = check_reuse(spec, store, name)
+    location = check_reuse(spec, store, name)
     mine = {t.trial_id for t in spec.trials}
     have = {a.ablate_id for a in store.attempts() if a.state == "COMPLETE"} if store.exists() else set()
-    done = [a for a in SweepStore(url, name).attempts() if a.state == "COMPLETE"]
+    done = [a for a in SweepStore(location, name).attempts() if a.state == "COMPLETE"]
     chosen = [a for a in done if a.ablate_id in mine and a.ablate_id not in have]
     return store.adopt(chosen)
 

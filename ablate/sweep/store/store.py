@@ -37,10 +37,16 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ablate.errors import StoreUnreadable, SweepError
 from ablate.sweep.file.spec import Sweep, SweepFile, Trial
-from ablate.sweep.store.location import file_of, store_url
-from ablate.sweep.store.opening import open_store, optuna_storage, read_study_attrs, server_lock, study_names
+from ablate.sweep.store.location import StoreLocation, locate
+from ablate.sweep.store.opening import (
+    open_store,
+    optuna_storage,
+    read_study_attrs,
+    server_lock,
+    studies_in,
+    study_names,
+)
 from ablate.sweep.store.patience import patient_methods
 from ablate.sweep.store.reads import AttemptReader, by_trial
 from ablate.sweep.store.state import FREE_ATTRS, IDENTITY_ATTRS, Attempt
@@ -56,8 +62,9 @@ FILE_HERE_ATTR = "file_from_store"  # the same file relative to a file store's f
 class SweepStore:
     """Opens (and on first write creates) the study of one sweep."""
 
-    def __init__(self, url: str, study_name: str) -> None:
-        self.url = url
+    def __init__(self, location: StoreLocation | str, study_name: str) -> None:
+        self.location = location if isinstance(location, StoreLocation) else StoreLocation.parse(location)
+        self.url = self.location.url  # what a worker is handed to open the store again
         self.study_name = study_name
         self._storage: Any = None
         self._study_id: int | None = None
@@ -68,22 +75,15 @@ class SweepStore:
     # -- opening -------------------------------------------------------------------------------
     @classmethod
     def for_sweep(cls, sweep: Sweep | SweepFile) -> SweepStore:
-        return cls(store_url(sweep), sweep.name)
+        return cls(locate(sweep), sweep.name)
 
-    study_names = staticmethod(study_names)  # the studies of a store URL (other sweeps in it)
+    study_names = staticmethod(study_names)  # the studies of a store (other sweeps in it)
 
     def exists(self) -> bool:
-        """Whether the study exists, without creating a file or a study."""
-        path = file_of(self.url)
-        if path is not None and not path.exists():
-            return False
-        try:
-            self._open(create=False)
-        except StoreUnreadable:
-            raise
-        except SweepError:
-            return False
-        return True
+        """Whether the sweep's study is in the store. It only looks: no file, study or lock file is made and
+        no connection is kept (a read of the study names; a command that goes on to read opens the store
+        then). A file that is not a store, or a server that cannot be reached, raises its one line."""
+        return self._study_id is not None or self.study_name in studies_in(self.location)
 
     def open_to_write(self) -> None:
         """Open the store to write, creating the sweep's study when it is missing."""
@@ -104,7 +104,7 @@ class SweepStore:
             self._connect(create)
 
     def _connect(self, create: bool) -> None:
-        opened = open_store(self.url, self.study_name, create)  # ablate.sweep.store.opening: to read or to write
+        opened = open_store(self.location, self.study_name, create)  # ablate.sweep.store.opening: to read or to write
         self._study_id, self._engine, self._storage, self._checked = (
             opened.study_id,
             opened.engine,
@@ -121,7 +121,7 @@ class SweepStore:
 
     def _optuna(self) -> Any:
         if self._storage is None:  # opened to read with SQL: Optuna's storage made on first use
-            self._storage = optuna_storage(self.url, create=False)
+            self._storage = optuna_storage(self.location, create=False)
         return self._storage
 
     @contextlib.contextmanager
@@ -130,12 +130,12 @@ class SweepStore:
         PostgreSQL). What is read under it is read afresh: a controller pass's snapshot may predate another
         process's new trials. A ``claim`` on a server takes no lock: the server locks the trial's row."""
         self.reader.invalidate()
-        path = file_of(self.url)
+        path = self.location.file
         if path is None and claim:
             yield
             return
         if path is None:  # a server database: its own lock where it has one (the claim-time twin check stays)
-            with server_lock(self.url, self.study_name):
+            with server_lock(self.location, self.study_name):
                 yield
             return
         from filelock import FileLock
@@ -176,14 +176,14 @@ class SweepStore:
     def recorded_file_here(self) -> Path | None:
         """The recorded sweep file as found beside this store file: in a copied project folder the copy of
         the file that ran (the absolute record names the original); None without a record or a file store."""
-        path = file_of(self.url)
+        path = self.location.file
         if path is None or not self.exists():
             return None
         value = self.study_attrs().get(FILE_HERE_ATTR)
         return (path.parent / value).resolve() if isinstance(value, str) else None
 
     def _file_here(self, sweep_file: Path) -> dict[str, str]:
-        path = file_of(self.url)
+        path = self.location.file
         return {FILE_HERE_ATTR: os.path.relpath(sweep_file.resolve(), path.resolve().parent)} if path else {}
 
     def recorded_overrides(self) -> tuple[str, ...] | None:
