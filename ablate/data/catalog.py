@@ -8,11 +8,10 @@ into ablate/data/registry.py, which imports neither). It imports no torch: the c
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from ablate.data import corpora, wmt14  # noqa: F401 - importing them registers their corpora
-from ablate.data.registry import CORPORA, Corpus, OptionError, resolve_options
+from ablate.data.registry import CORPORA, Corpus, OpenArgs, OptionError, open_corpus, resolve_options
 
 __all__ = ["CORPORA", "build_corpus", "check_corpus"]
 
@@ -30,16 +29,11 @@ def check_corpus(name: str, args: Mapping[str, Any], splits: Mapping[str, str]) 
             raise OptionError(key, f"corpus {name} has no split {split!r} (has: {', '.join(have)})")
 
 
-def build_corpus(
-    name: str,
-    args: Mapping[str, Any],
-    root: str | None,
-    src_lang: str,
-    tgt_lang: str,
-    cache_dir: Path,
-    progress: bool = False,
-) -> Corpus:
-    """Open corpus ``name`` (unknown -> RegistryError listing the corpora) with ``args`` and their defaults."""
-    cls = CORPORA.get(name)
-    options = resolve_options(name, cls, args)
-    return cls.open(options, root=root, src_lang=src_lang, tgt_lang=tgt_lang, cache_dir=cache_dir, progress=progress)
+def build_corpus(name: str, args: Mapping[str, Any], *where: Any, **keywords: Any) -> Corpus:
+    """Open corpus ``name`` (unknown -> RegistryError listing the corpora) with ``args`` and their defaults.
+
+    ``where`` and ``keywords``: the fields of :class:`OpenArgs` (root, src_lang, tgt_lang, cache_dir,
+    progress), in that order or by name.
+    """
+    at = OpenArgs(*where, **keywords)
+    return open_corpus(name, CORPORA.get(name), args, at)

@@ -23,7 +23,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from ablate.data.registry import CORPORA, Corpus, resolve_options
+from ablate.data.registry import CORPORA, Corpus, OpenArgs, open_corpus, resolve_options
 from ablate.errors import ContractError
 
 MAX_PAIRS = 10_000  # pairs read per split (a plugin's contract instance may not be tiny)
@@ -46,18 +46,11 @@ class CorpusCase:
 
     def open(self, args: dict[str, Any] | None = None) -> Corpus:
         """A fresh instance, opened the way build_corpus opens one (checked options, then ``open``)."""
-        options = resolve_options(self.name, self.cls, self.args if args is None else args)
-        return self.cls.open(options, **self.where())
+        return open_corpus(self.name, self.cls, self.args if args is None else args, self.where())
 
-    def where(self) -> dict[str, Any]:
+    def where(self) -> OpenArgs:
         s = self.setup
-        return dict(
-            root=s.get("root"),
-            src_lang=s.get("src_lang", "en"),
-            tgt_lang=s.get("tgt_lang", "de"),
-            cache_dir=self.tmp_dir / "cache",
-            progress=False,
-        )
+        return OpenArgs(s.get("root"), s.get("src_lang", "en"), s.get("tgt_lang", "de"), self.tmp_dir / "cache")
 
 
 def corpus_case(name: str, tmp_dir: Path) -> CorpusCase | None:

@@ -27,7 +27,7 @@ from filelock import FileLock
 from ablate.data import builtin
 from ablate.data.download import fetch, gunzip, sha256_file
 from ablate.data.errors import DataError
-from ablate.data.registry import CORPORA, SPLITS, Corpus, Option, SplitFiles
+from ablate.data.registry import CORPORA, SPLITS, Corpus, OpenArgs, Option, SplitFiles
 
 __all__ = ["CORPORA", "Corpus", "FileCorpus", "GeneratedCorpus", "Multi30k", "TextFiles", "read_parallel"]
 
@@ -246,16 +246,9 @@ class Multi30k(FileCorpus):
     splits = (*SPLITS, "test2017")
 
     @classmethod
-    def open(
-        cls,
-        options: dict[str, Any],
-        *,
-        root: str | None,
-        src_lang: str,
-        tgt_lang: str,
-        cache_dir: Path | None,
-        progress: bool = False,
-    ) -> Corpus:
+    def open(cls, options: dict[str, Any], **where: Any) -> Corpus:
+        at = OpenArgs(**where)
+        root, src_lang, tgt_lang, cache_dir = at.root, at.src_lang, at.tgt_lang, at.cache_dir
         langs = {src_lang, tgt_lang}
         if not langs <= {"en", "de", "fr", "cs"} or src_lang == tgt_lang:
             raise DataError(f"data.src_lang/tgt_lang: multi30k has en, de, fr, cs; got {src_lang}-{tgt_lang}")
@@ -273,7 +266,7 @@ class Multi30k(FileCorpus):
             )
         folder = Path(cache_dir) / "downloads" / "multi30k"
         files = {
-            split: _fetch_pair(folder, remote, local, (src_lang, tgt_lang), progress)
+            split: _fetch_pair(folder, remote, local, (src_lang, tgt_lang), at.progress)
             for split, (remote, local) in MULTI30K_SPLITS.items()
         }
         return cls("multi30k", files)

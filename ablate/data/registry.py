@@ -10,17 +10,21 @@ import it and register their classes; ablate/data/catalog.py imports them all. A
         options = {"n_train": Option(int, 1000, "training pairs", minimum=1)}
 
         @classmethod
-        def open(cls, options, *, root, src_lang, tgt_lang, cache_dir, progress=False) -> Corpus: ...
+        def open(cls, options, **where) -> Corpus:
+            at = OpenArgs(**where)  # at.root, at.src_lang, at.tgt_lang, at.cache_dir, at.progress
+            ...
 
 ``data.args`` is checked against ``options`` when the config is loaded (unknown names with the nearest
-valid one, wrong types, values below ``minimum``); ``open`` receives the checked options with defaults.
+valid one, wrong types, values below ``minimum``); ``open`` receives the checked options with defaults,
+then the fields of :class:`OpenArgs` as keywords (an ``open`` may also name the ones it reads, e.g.
+``*, root, src_lang, tgt_lang, **_where``). :func:`open_corpus` is the one place that calls it.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -54,6 +58,20 @@ class OptionError(DataError):
         self.key = key
 
 
+@dataclass(frozen=True)
+class OpenArgs:
+    """Where and how a corpus is opened: the keywords ``Corpus.open`` receives after its options."""
+
+    root: str | None  # data.root: a folder of local files, or None
+    src_lang: str
+    tgt_lang: str
+    cache_dir: Path | None  # downloads go under it; None: a corpus that must download refuses
+    progress: bool = False  # show download progress
+
+    def keywords(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
 class Corpus(ABC):
     """Named splits of raw (source, target) sentence pairs, streamed.
 
@@ -75,17 +93,9 @@ class Corpus(ABC):
         return list(cls.splits)
 
     @classmethod
-    def open(
-        cls,
-        options: dict[str, Any],
-        *,
-        root: str | None,
-        src_lang: str,
-        tgt_lang: str,
-        cache_dir: Path,
-        progress: bool = False,
-    ) -> Corpus:
-        """Build the corpus from checked ``options`` (files are located / downloaded here)."""
+    def open(cls, options: dict[str, Any], **where: Any) -> Corpus:
+        """Build the corpus from checked ``options`` (files are located / downloaded here); ``where``: the
+        fields of :class:`OpenArgs`, as keywords."""
         raise NotImplementedError(f"{cls.__name__} is not a registered corpus (it has no open())")
 
     @classmethod
@@ -114,6 +124,11 @@ class Corpus(ABC):
 
 
 CORPORA: Registry[type[Corpus]] = Registry("corpus", "parallel corpora (data.corpus; options in data.args)")
+
+
+def open_corpus(name: str, cls: type[Corpus], args: Mapping[str, Any], where: OpenArgs) -> Corpus:
+    """Open ``cls`` (registered as ``name``) at ``where`` with ``args`` checked and completed (OptionError)."""
+    return cls.open(resolve_options(name, cls, args), **where.keywords())
 
 
 def resolve_options(name: str, cls: type[Corpus], args: Mapping[str, Any]) -> dict[str, Any]:

@@ -26,13 +26,14 @@ import shutil
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock
 
 from ablate.data.corpora import FileCorpus, write_tiny_pairs
 from ablate.data.download import fetch
 from ablate.data.errors import DataError
-from ablate.data.registry import CORPORA, Corpus
+from ablate.data.registry import CORPORA, Corpus, OpenArgs
 
 # (archive URL, basename suffix of the English member, of the German member)
 TRAIN_SOURCES = [
@@ -128,16 +129,9 @@ class Wmt14EnDe(FileCorpus):
     """WMT 2014 en-de (~4.5M pairs; newstest2013 dev, newstest2014 test): downloaded, or from root."""
 
     @classmethod
-    def open(
-        cls,
-        options: dict[str, object],
-        *,
-        root: str | None,
-        src_lang: str,
-        tgt_lang: str,
-        cache_dir: Path | None,
-        progress: bool = False,
-    ) -> Corpus:
+    def open(cls, options: dict[str, object], **where: Any) -> Corpus:
+        at = OpenArgs(**where)
+        root, src_lang, tgt_lang, cache_dir = at.root, at.src_lang, at.tgt_lang, at.cache_dir
         if {src_lang, tgt_lang} != {"en", "de"}:
             raise DataError(
                 f"data.src_lang/tgt_lang: wmt14_en_de is en-de (either direction); got {src_lang}-{tgt_lang}"
@@ -151,7 +145,7 @@ class Wmt14EnDe(FileCorpus):
         folder.mkdir(parents=True, exist_ok=True)
         with FileLock(str(folder / "assemble.lock")):
             for split, name in NAMES.items():
-                _assemble_split(split, name, base, folder, progress)
+                _assemble_split(split, name, base, folder, at.progress)
         return cls._oriented(folder, src_lang, tgt_lang)
 
     @classmethod

@@ -17,10 +17,10 @@ from typing import Any
 
 from ablate.report.columns import paper_deviations
 from ablate.report.fidelity import Fidelity
-from ablate.report.learning import STILL_IMPROVING
 from ablate.report.paper import CITATION
 from ablate.report.published import published_legend
 from ablate.report.rows import Evidence, ReportRow, Stat, Table3
+from ablate.report.training_checks import STILL_IMPROVING
 from ablate.stats.learning import LEARNED_RATIO
 from ablate.stats.significance import Comparison
 
@@ -34,7 +34,7 @@ CORRECTION_TEXT = {
     "none": "not corrected for the table's many rows",
 }
 NOT_LEARNED = "†"
-IMPROVING = "‡"  # dev PPL still falling when training stopped (ablate.report.learning)
+IMPROVING = "‡"  # dev PPL still falling when training stopped (ablate.report.training_checks)
 NO_PAPER = "No row names a paper row (`paper:` in the sweep file): the deltas are against our base only."
 WITHHELD = "withheld"
 PAIRING = (

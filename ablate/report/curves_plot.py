@@ -11,8 +11,8 @@ import math
 import textwrap
 from pathlib import Path
 
-from ablate.report.learning import STILL_IMPROVING
 from ablate.report.rows import Table3
+from ablate.report.training_checks import STILL_IMPROVING
 
 
 def plot_curves(table: Table3, path: str | Path) -> Path | None:

@@ -27,13 +27,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ablate.atomic import atomic_write_json
-from ablate.report.learning import attach_learning, base_chrf, translation_note
 from ablate.report.rows import Evidence, ReportRow, Table3
+from ablate.report.training_checks import attach_learning, base_chrf, translation_note
 from ablate.rundir import RunDir
 from ablate.stats.degeneracy import degenerate_share, is_degenerate
 from ablate.stats.learning import learned
@@ -147,12 +147,24 @@ def _pairs(base: Mapping[int, Any], row: Mapping[int, Any], suffix: str) -> list
     return pairs or f"no saved dev outputs (outputs/*.{suffix})"
 
 
-def _ppl_boot(pairs: list[tuple[Any, Any]], dev: DevData, cache: BootCache, n_resamples: int) -> Comparison | str:
+def _boot(
+    metric: str, pairs: list[tuple[Any, Any]], dev: DevData, cache: BootCache, n_resamples: int
+) -> Comparison | str:
+    """``metric``'s paired bootstrap over ``pairs``: from the cache (keyed by the dev outputs it reads), else
+    computed and cached; a reason why there is none is returned, not cached."""
+    output, compute = _BOOTS[metric]
     split = valid_split(pairs[0][0].config)
-    files = [_stamp(RunDir(t.run_dir).nll_file(split)) for pair in pairs for t in pair]
-    key = BootCache.key("ppl", files, n_resamples, DEFAULT_SEED)
+    files = [_stamp(output(RunDir(t.run_dir), split)) for pair in pairs for t in pair]
+    key = BootCache.key(metric, files, n_resamples, DEFAULT_SEED)
     if (hit := cache.get(key)) is not None:
         return hit
+    out = compute(pairs, dev, split, n_resamples)
+    if isinstance(out, Comparison):
+        cache.put(key, out)
+    return out
+
+
+def _ppl_boot(pairs: list[tuple[Any, Any]], dev: DevData, split: str, n_resamples: int) -> Comparison | str:
     cols: list[list[float]] = [[], [], [], []]  # base NLL, base tokens, row NLL, row tokens
     for pair in pairs:
         for side, t in enumerate(pair):
@@ -165,17 +177,10 @@ def _ppl_boot(pairs: list[tuple[Any, Any]], dev: DevData, cache: BootCache, n_re
                 return f"seed {t.seed}: {len(nll)} sentence NLLs for {len(tokens)} dev sentences"
             cols[2 * side] += nll
             cols[2 * side + 1] += tokens
-    out = paired_ppl(*cols, n_resamples=n_resamples, seed=DEFAULT_SEED)
-    cache.put(key, out)
-    return out
+    return paired_ppl(*cols, n_resamples=n_resamples, seed=DEFAULT_SEED)
 
 
-def _bleu_boot(pairs: list[tuple[Any, Any]], dev: DevData, cache: BootCache, n_resamples: int) -> Comparison | str:
-    split = valid_split(pairs[0][0].config)
-    files = [_stamp(RunDir(t.run_dir).hyp_file(split)) for pair in pairs for t in pair]
-    key = BootCache.key("bleu", files, n_resamples, DEFAULT_SEED)
-    if (hit := cache.get(key)) is not None:
-        return hit
+def _bleu_boot(pairs: list[tuple[Any, Any]], dev: DevData, split: str, n_resamples: int) -> Comparison | str:
     refs: list[str] = []
     base_hyps: list[str] = []
     sys_hyps: list[str] = []
@@ -193,9 +198,15 @@ def _bleu_boot(pairs: list[tuple[Any, Any]], dev: DevData, cache: BootCache, n_r
         sys_hyps += hr[:n]
     if not refs:
         return "no dev hypotheses saved"
-    out = paired_bleu(refs, base_hyps, sys_hyps, n_resamples=n_resamples, seed=DEFAULT_SEED)
-    cache.put(key, out)
-    return out
+    return paired_bleu(refs, base_hyps, sys_hyps, n_resamples=n_resamples, seed=DEFAULT_SEED)
+
+
+Bootstrap = Callable[[list[tuple[Any, Any]], DevData, str, int], Comparison | str]  # (pairs, dev, split, n_resamples)
+# metric -> (the output file its cache key reads, its bootstrap)
+_BOOTS: dict[str, tuple[Callable[[RunDir, str], Path], Bootstrap]] = {
+    "ppl": (RunDir.nll_file, _ppl_boot),
+    "bleu": (RunDir.hyp_file, _bleu_boot),
+}
 
 
 def _attach(ev: Evidence, pairs: list[tuple[Any, Any]] | str, compute: Any) -> None:
@@ -294,10 +305,10 @@ def attach_evidence(
             _withhold(row, "base learned nothing" if base.learned is False else "not learned")
             continue
         done = _done_by_seed(by_row.get(row.name, []))
-        _attach(row.ppl_ev, _pairs(base_done, done, "nll"), lambda p: _ppl_boot(p, dev, cache, n_resamples))
+        _attach(row.ppl_ev, _pairs(base_done, done, "nll"), lambda p: _boot("ppl", p, dev, cache, n_resamples))
         if table.bleu_withheld:
             _withhold(row, "BLEU withheld", ("bleu",))
         else:
-            _attach(row.bleu_ev, _pairs(base_done, done, "hyp"), lambda p: _bleu_boot(p, dev, cache, n_resamples))
+            _attach(row.bleu_ev, _pairs(base_done, done, "hyp"), lambda p: _boot("bleu", p, dev, cache, n_resamples))
     cache.save()
     return table

@@ -27,13 +27,13 @@ from ablate.report.cells import (
 from ablate.report.columns import OTHER_KEY
 from ablate.report.errors import ReportError
 from ablate.report.fidelity import fidelity
-from ablate.report.learning import STILL_IMPROVING
 from ablate.report.paper import CITATION, COLUMN_KEYS
 from ablate.report.published import add_published_column, has_published, published_record
 from ablate.report.rows import Evidence, ReportRow, Table3
 from ablate.report.search_view import CSV_FIELDS as SEARCH_CSV_FIELDS
 from ablate.report.search_view import csv_record, legend_lines, spec_record, spec_text, title
 from ablate.report.terminal import render_text
+from ablate.report.training_checks import STILL_IMPROVING
 
 FORMATS = ("text", "md", "csv", "latex", "json")
 

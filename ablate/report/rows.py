@@ -1,7 +1,7 @@
 """The report's table types: a trial as the report reads it, a row of Table 3, the table itself.
 
 Built by :mod:`ablate.report.table`; changed in place by the checks that follow it (verdicts over
-seeds, :mod:`ablate.report.verdicts`; learning, :mod:`ablate.report.learning`; the evidence over dev
+seeds, :mod:`ablate.report.verdicts`; learning, :mod:`ablate.report.training_checks`; the evidence over dev
 sentences, :mod:`ablate.report.evidence`), and read by the renderers. Kept apart so that those
 modules take these types without importing the builder, which calls them.
 """
@@ -152,7 +152,7 @@ class Table3:
     floor: float | None = None  # dev PPL of a unigram model of the training targets (None: unknown)
     floor_note: str | None = None  # why there is no floor
     bleu_withheld: str | None = None  # why BLEU figures are withheld (base BLEU < 1, degenerate output)
-    undertrained: str | None = None  # base was still improving when training stopped (ablate.report.learning)
+    undertrained: str | None = None  # base was still improving when training stopped (ablate.report.training_checks)
     not_translating: str | None = None  # base's dev outputs are not translations yet: no verdicts
     base_chrf: float | None = None  # base's dev chrF (sacreBLEU), the figure behind not_translating
     search: Any = None  # a search sweep's SearchSpec: each row at its best config (ablate.report.search_view)

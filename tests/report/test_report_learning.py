@@ -14,7 +14,7 @@ import pytest
 from real_sweep import finish_by_hand, prepare, write_sweep
 
 from ablate.cli import main
-from ablate.report.learning import last_quarter
+from ablate.report.training_checks import last_quarter
 from ablate.sweep.loader import open_sweep
 from ablate.sweep.plan import trial_states
 
