@@ -263,7 +263,7 @@ def notes(table: Table3, fid: Fidelity) -> list[str]:
     lines = [*legend(table), *fidelity_lines(table, fid)]
     for row in table.rows:
         lines += [f"failed: {row.name} {failure}" for failure in row.failures]
-    return lines
+    return lines + list(table.plan_notes)
 
 
 def table_cells(table: Table3) -> list[list[str]]:

@@ -31,7 +31,7 @@ from ablate.report.verdicts import decide, report_margins
 from ablate.stats.correction import CORRECTIONS, DEFAULT_CORRECTION
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.loader import open_sweep
-from ablate.sweep.plan import trial_states
+from ablate.sweep.plan import plan_of, trial_states
 from ablate.sweep.store.reuse import hint
 from ablate.sweep.store.store import SweepStore
 
@@ -65,6 +65,7 @@ def load_table(
     cache = sweep.runs_dir / CACHE_NAME
     attach_evidence(report, results, cache_file=cache if cache.parent.is_dir() else None)
     decide(report, correction, report_margins(sweep))
+    report.plan_notes = plan_of(sweep).table_notes(views)
     return report
 
 

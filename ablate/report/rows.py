@@ -156,6 +156,7 @@ class Table3:
     not_translating: str | None = None  # base's dev outputs are not translations yet: no verdicts
     base_chrf: float | None = None  # base's dev chrF (sacreBLEU), the figure behind not_translating
     search: Any = None  # a search sweep's SearchSpec: each row at its best config (ablate.report.search_view)
+    plan_notes: list[str] = field(default_factory=list)  # what the sweep's plans say under the table
 
     @property
     def base(self) -> ReportRow | None:

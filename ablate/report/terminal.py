@@ -185,6 +185,7 @@ def render_text(table: Table3) -> str:
         lines += textwrap.wrap(f"{PUBLISHED}: {figures}", WIDTH, subsequent_indent="  ") + [""]
     notes = [*legend(table, terminal=True), *legend_lines(table), *fidelity_lines(table, fidelity(table))]
     notes += [f"failed: {row.name} {failure}" for row in table.rows for failure in row.failures]
+    notes += table.plan_notes
     for note in notes:
         lines += textwrap.wrap(note, WIDTH, initial_indent="- ", subsequent_indent="  ")
     return "\n".join(lines) + "\n"

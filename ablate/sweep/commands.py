@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import ablate.sweep.plan.plans as plans
 from ablate.errors import SweepError
 from ablate.sweep.dry_run import print_dry_run
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.launch import LAUNCHERS
 from ablate.sweep.launch.progress import render_table, title, trial_lines
 from ablate.sweep.loader import MAX_TRIALS, OpenSweep, check_this_machine, name_clash, open_sweep
+from ablate.sweep.plan.plans import plan_of, trial_states
 from ablate.sweep.store.reuse import check_reuse
 from ablate.sweep.store.state import STATES, TrialView
 from ablate.sweep.store.store import SweepStore
@@ -82,7 +82,7 @@ def sweep(
     )
     spec = opened.sweep
     _note(opened)
-    for line in plans.notes(spec):
+    for line in plan_of(spec).notes():
         print(f"note: {line}", file=sys.stderr)
     check_this_machine(spec, dry_run)
     LAUNCHERS.get(spec.launcher["name"]).check_trials(spec)
@@ -102,7 +102,7 @@ def sweep(
         raise SweepError(
             f"{spec.path}: --detach needs launcher slurm or ray (trials of a local sweep live in this process)"
         )
-    if detach and (why := plans.detach_problem(spec)):
+    if detach and (why := plan_of(spec).detach_problem()):
         raise SweepError(why)
     modes = [t.config.get("logging", {}).get("wandb") for t in spec.shapes] + [spec.wandb.get("mode")]
     resolve_modes(modes, str(spec.path), f"ablate sync {spec.path}")
@@ -125,7 +125,7 @@ def _prepare_once(spec: Sweep, views: Sequence[TrialView]) -> None:
     """Prepare each distinct corpus of the trials still to run, once, before any trial starts (the
     trials then open it from the cache instead of waiting on the first one's BPE)."""
     todo = {v.trial_id for v in views if v.state not in ("done", "pruned")}
-    configs = [t.config for t in plans.to_prepare(spec, todo)]
+    configs = [t.config for t in plan_of(spec).to_prepare(todo)]
     distinct = {json.dumps(c.get("data", {}), sort_keys=True, default=str): c["data"] for c in configs if c.get("data")}
     if not distinct:
         return
@@ -142,7 +142,7 @@ def _prepare_once(spec: Sweep, views: Sequence[TrialView]) -> None:
 def _launch(spec: Sweep, opened: OpenSweep, launcher_options: Mapping[str, Any] | None, detach: bool) -> SweepRun:
     launcher = LAUNCHERS.get(spec.launcher["name"])(spec, opened.store, **dict(launcher_options or {}))
     opened.store.open_to_write()  # a store that cannot be written fails here, before the data is prepared
-    before = plans.trial_states(opened.store, spec)
+    before = trial_states(opened.store, spec)
     local = spec.launcher["name"] == "local"
     if local:  # a SLURM controller may sit on a login node: there the first job prepares the data
         _prepare_once(spec, before)
@@ -171,9 +171,9 @@ def _ended(
     and each failure; code 0 when every trial finished. The efficiency counts the trials this controller
     started: one it adopted (a killed controller's live worker) trained partly before it, and counting
     its time against this run's slots gave "292% of slot time"."""
-    tally = ", ".join(f"{counts.get(s, 0)} {s}" for s in plans.tally(spec))
+    tally = ", ".join(f"{counts.get(s, 0)} {s}" for s in plan_of(spec).tally())
     print(f"sweep {spec.name}: {tally} in {seconds:.0f} s")
-    views = plans.trial_states(opened.store, spec)
+    views = trial_states(opened.store, spec)
     if slots:
         from ablate.sweep.efficiency import efficiency_lines
 
@@ -227,7 +227,7 @@ def status(path: str | Path) -> int:
         return 0
     jobs = reap_ended_jobs(spec, store)
     by_trial = store.by_trial()
-    trials = plans.trial_states(store, spec)
+    trials = trial_states(store, spec)
     stray = set(by_trial) - {v.trial_id for v in trials}
     if stray:  # rows removed or configs changed since they ran; kept in the store, not shown
         print(
@@ -247,7 +247,7 @@ def status(path: str | Path) -> int:
         Console().print(render_table(trial_lines(trials), title(spec.name, trials)))
     else:
         _print_status_lines(spec, trials)
-    for line in plans.status_lines(spec, trials):
+    for line in plan_of(spec).status_lines(trials):
         print(line)
     for line in jobs:
         print(f"job: {line}")

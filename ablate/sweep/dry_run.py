@@ -10,14 +10,14 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import ablate.sweep.plan.plans as plans
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.launch.registry import LAUNCHERS
 from ablate.sweep.plan.cost import estimate
+from ablate.sweep.plan.plans import plan_of
 
 
 def print_dry_run(sweep: Sweep, as_json: bool) -> int:
-    own = plans.dry_run(sweep, as_json)  # a search prints its bounds, not a trial list
+    own = plan_of(sweep).dry_run(as_json)  # a search prints its bounds, not a trial list
     if own is not None:
         if not as_json:
             _print_needs(sweep)
@@ -43,7 +43,7 @@ def print_dry_run(sweep: Sweep, as_json: bool) -> int:
         print(json.dumps(out, indent=2))
         return 0
     print("\n".join(dry_run_lines(rows, total)))
-    for line in plans.dry_run_notes(sweep, total["device_hours"]):
+    for line in plan_of(sweep).dry_run_notes(total["device_hours"]):
         print(line)
     _print_needs(sweep)
     return 0

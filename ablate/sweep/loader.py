@@ -3,9 +3,9 @@
 Every command that takes a sweep file (`sweep`, `status`, `sync`, `table`, the end-of-sweep summary)
 opens it here, in one order, before anything is stored or launched:
 
-1. read and check the file's own keys (:func:`ablate.sweep.file.spec.read_sweep_file`, pure);
-2. check the store URL, import the file's ``imports:`` (:mod:`ablate.sweep.file.plugins`), check
-   ``launcher:`` against the launcher registry;
+1. import the file's ``imports:`` (:mod:`ablate.sweep.file.plugins`: a plugin's variants and sweep-file
+   blocks), then read and check the file's own keys and blocks (:func:`ablate.sweep.file.spec.read_sweep_file`);
+2. check the store URL and ``launcher:`` against the launcher registry;
 3. pick the command-line overrides (see below) and expand the rows into trials (configs validated);
 4. check each row's ``resources:`` against the launcher.
 
@@ -74,12 +74,16 @@ def _choose_overrides(
     return (), None
 
 
+def _import_plugins(modules: Sequence[str], file: Path) -> None:
+    import_plugins(modules, file.parent, str(file))
+
+
 def check_sweep_file(sf: SweepFile) -> None:
-    """What needs more than the file itself: the store's database, the plugins, the launcher."""
+    """What needs more than the file itself: the store's database, the launcher (its plugins are imported
+    as it is read)."""
     from ablate.sweep.launch import check_launcher
 
     check_store_url(locate(sf), f"{sf.path}: store")
-    import_plugins(sf.imports, sf.path.parent, str(sf.path))
     check_launcher(sf)
 
 
@@ -153,7 +157,7 @@ def open_sweep(
     """
     from ablate.sweep.launch import check_launcher
 
-    sf = read_sweep_file(path)
+    sf = read_sweep_file(path, imports=_import_plugins)  # a plugin's block is known when the blocks are read
     moved: tuple[str, ...] = ()
     if launcher is not None:
         sf, moved = other_launcher(sf, launcher_option(launcher))

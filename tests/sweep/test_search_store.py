@@ -453,7 +453,7 @@ def test_the_controllers_view_counts_the_trials_a_search_will_still_sample(
     """The progress view knows no plan: the controller hands it its plan's count, which its heading shows."""
     from ablate.sweep.launch import base
     from ablate.sweep.launch.local import LocalLauncher
-    from ablate.sweep.plan.plans import to_add
+    from ablate.sweep.plan.plans import plan_of
 
     views: list[Any] = []
 
@@ -468,5 +468,5 @@ def test_the_controllers_view_counts_the_trials_a_search_will_still_sample(
     monkeypatch.setattr(base, "ProgressView", Recording)
     monkeypatch.setattr(launcher, "_loop", lambda detach, view, stop: view.update(launcher.trials()))
     launcher.run()
-    assert views and views[0].to_add(0) == to_add(sweep, 0) == 6  # 3 trials a row, 2 rows, none sampled
+    assert views and views[0].to_add(0) == plan_of(sweep).to_add(0) == 6  # 3 trials a row, 2 rows, none sampled
     assert "(6 to sample)" in capsys.readouterr().out

@@ -1,6 +1,7 @@
-"""``seeds: {start: 2, max: 8, until: decided}``: the shape of an adaptive-seeds sweep, checked. Pure.
+"""``seeds: {start: 2, max: 8, until: decided}``: the block of an adaptive-seeds sweep, checked. Pure.
 
-What the controller does with it: :mod:`ablate.sweep.plan.adaptive`.
+As a mapping, ``seeds:`` is this block (every row starts at seeds 1..start); as a list, the file's own
+seeds. What the controller does with it: :mod:`ablate.sweep.plan.adaptive`.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ablate.errors import SweepError
+from ablate.sweep.file.blocks import BLOCKS, SweepBlock
 
 UNTIL = ("decided",)
 
@@ -52,3 +54,20 @@ def read_adaptive(where: str, value: Mapping[str, Any]) -> AdaptiveSeeds:
     if until not in UNTIL:
         raise SweepError(f"{where}: seeds.until must be {' or '.join(UNTIL)}, got {until!r}")
     return AdaptiveSeeds(start=start, max=most, until=until)
+
+
+@BLOCKS.register("seeds")
+class SeedsBlock(SweepBlock):
+    doc = "{start, max, until: decided}: seeds 1..start first, more only while a row is undecided"
+
+    @staticmethod
+    def claims(value: Any) -> bool:
+        return isinstance(value, Mapping)
+
+    @staticmethod
+    def read(where: str, value: Mapping[str, Any]) -> AdaptiveSeeds:
+        return read_adaptive(where, value)
+
+    @staticmethod
+    def seeds(spec: AdaptiveSeeds) -> tuple[int, ...]:
+        return tuple(range(1, spec.start + 1))

@@ -18,8 +18,9 @@ while a sweep runs) share one constructor, so a trial id is computed in one plac
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +28,11 @@ from ablate.config import ConfigError
 from ablate.config.compose import Experiment
 from ablate.errors import SweepError
 from ablate.rundir import safe_name
+from ablate.sweep.file.blocks import BLOCKS
 from ablate.sweep.file.expand import as_layer, check_row, dotlist, expand_row, merge, set_dotted
 from ablate.sweep.file.ids import SeedIds, trial_id
-from ablate.sweep.file.search_spec import SearchSpec, read_search
-from ablate.sweep.file.seeds_spec import AdaptiveSeeds, read_adaptive
 from ablate.sweep.file.spec_checks import (
+    check_imports,
     check_launcher,
     check_no_split_keys,
     check_numbers,
@@ -79,45 +80,48 @@ class SweepFile:
     seeds: tuple[int, ...]
     layer: dict[str, Any]  # the file's `overrides:` as a nested mapping
     rows: tuple[Mapping[str, Any], ...]
-    search: SearchSpec | None = None
-    adaptive: AdaptiveSeeds | None = None  # seeds: {start, max, until}: more seeds while rows are undecided
+    blocks: dict[str, Any] = field(
+        default_factory=dict
+    )  # key -> spec of each policy's block (ablate.sweep.file.blocks)
 
     @property
     def runs_dir(self) -> Path:
         """``<runs>/<sweep name>``, the name made safe as a folder name (``..`` cannot leave ``runs/``)."""
         return self.runs_root / safe_name(self.name, fallback="sweep")
+
+    @property
+    def search(self) -> Any:
+        """The ``search:`` block, a :class:`~ablate.sweep.file.search_spec.SearchSpec` (each row's trials
+        sampled while the sweep runs), or None."""
+        return self.blocks.get("search")
+
+    @property
+    def adaptive(self) -> Any:
+        """The ``seeds: {start, max, until}`` block, an :class:`~ablate.sweep.file.seeds_spec.AdaptiveSeeds`
+        (more seeds while rows are undecided), or None."""
+        return self.blocks.get("seeds")
 
 
 @dataclass(frozen=True)
 class Sweep:
-    """A validated sweep file and its trials, in file order."""
+    """A validated sweep file (``source``) and its trials, in file order.
 
-    path: Path
-    name: str
-    experiment: Path
-    store: str
-    launcher: dict[str, Any]
-    wandb: dict[str, Any]
-    imports: tuple[str, ...]
-    max_retries: int
-    heartbeat: dict[str, float]
-    cost: dict[str, float]
-    report: dict[str, Any]  # {equivalence: {ppl, bleu}}: how the report decides (ablate.report.verdicts)
-    runs_root: Path
+    A search sweep's trials are sampled while it runs (ablate.sweep.plan.search); until then ``trials``
+    holds those sampled so far and ``templates`` one unsampled trial per row (the row's config at the
+    first seed: validation, cost bounds, launcher checks). An adaptive sweep's trials hold seeds
+    1..start and those its controller added."""
+
+    source: SweepFile
     trials: tuple[Trial, ...]
     overrides: tuple[str, ...] = ()  # command-line overrides applied to every trial (recorded in the store)
-    # A search sweep (``search:``): its trials are sampled while it runs (ablate.sweep.plan.search); until
-    # then ``trials`` holds those sampled so far and ``templates`` one unsampled trial per row (the
-    # row's config at the first seed: validation, cost bounds, launcher checks).
-    search: SearchSpec | None = None
     templates: tuple[Trial, ...] = ()
-    source: SweepFile | None = None
-    adaptive: AdaptiveSeeds | None = None  # trials hold seeds 1..start and those the controller added
 
-    @property
-    def runs_dir(self) -> Path:
-        """``<runs>/<sweep name>``, the name made safe as a folder name (``..`` cannot leave ``runs/``)."""
-        return self.runs_root / safe_name(self.name, fallback="sweep")
+    def __getattr__(self, key: str) -> Any:
+        """The file's own settings (path, name, store, launcher, blocks, search, ...) read through: one
+        spelling of them, in :class:`SweepFile`."""
+        if key not in _READ_THROUGH:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {key!r}")
+        return getattr(self.source, key)
 
     @property
     def rows(self) -> list[str]:
@@ -130,7 +134,12 @@ class Sweep:
 
     def study_records(self) -> dict[str, Any]:
         """What the store keeps of the file beyond its trials, for the workers: a search's spec."""
-        return {"search": self.search.record()} if self.search is not None else {}
+        return {"search": self.source.search.record()} if self.source.search is not None else {}
+
+
+_READ_THROUGH = frozenset(
+    [f.name for f in fields(SweepFile) if f.name not in ("seeds", "layer", "rows")] + ["runs_dir", "search", "adaptive"]
+)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -160,12 +169,18 @@ def resolve_sweep_path(name: str | Path) -> Path:
     raise SweepError(f"{name}: no such sweep file (looked at {where}); give a path to a sweep YAML")
 
 
-def read_sweep_file(path: str | Path) -> SweepFile:
-    """Parse a sweep file and check its own keys (rows are checked by :func:`expand`)."""
+def read_sweep_file(path: str | Path, imports: Callable[[tuple[str, ...], Path], None] | None = None) -> SweepFile:
+    """Parse a sweep file and check its own keys and its blocks (rows are checked by :func:`expand`).
+
+    ``imports``: called with the file's ``imports:`` and its path before anything else is checked, so that
+    a plugin's block is known (the loader imports them there; this module never imports user code)."""
     file = resolve_sweep_path(path)
     data = read_file(file)
     where = str(file)
-    name, max_retries, imports = check_top(where, data)
+    if imports is not None:
+        imports(check_imports(where, data.get("imports")), file)
+    owners = {k: BLOCKS.get(k) for k, v in data.items() if k in BLOCKS and BLOCKS.get(k).claims(v)}
+    name, max_retries, imports_ = check_top(where, data, BLOCKS.names(), any(b.rows_optional for b in owners.values()))
     if not name and ":" in file.stem:  # as check_top does for a name given in the file
         raise SweepError(
             f"{where}: the sweep is named after its file, {file.stem!r}: rename it without ':' or set name:"
@@ -174,12 +189,11 @@ def read_sweep_file(path: str | Path) -> SweepFile:
     if not experiment.is_file():
         raise SweepError(f"{where}: experiment: no such file {experiment} (paths are relative to the sweep file)")
     wandb, heartbeat, cost = check_numbers(where, data)
-    search = read_search(where, data["search"]) if data.get("search") is not None else None
-    rows = data["rows"] if "rows" in data or search is None else [{"name": "search"}]
-    # seeds: a list, or {start, max, until} (adaptive: seeds 1..start first)
-    adaptive = read_adaptive(where, data["seeds"]) if isinstance(data.get("seeds"), Mapping) else None
+    blocks = {k: owner.read(where, data[k]) for k, owner in owners.items()}
+    rows = data["rows"] if "rows" in data or not any(b.rows_optional for b in owners.values()) else [{"name": "search"}]
     if not isinstance(rows, list) or not rows:
         raise SweepError(f"{where}: rows must be a non-empty list of {{name, group, overrides}}")
+    seeds = next((found for k, spec in blocks.items() if (found := owners[k].seeds(spec))), None)
     return SweepFile(
         path=file,
         name=name or file.stem,
@@ -187,17 +201,16 @@ def read_sweep_file(path: str | Path) -> SweepFile:
         store=check_store(where, data.get("store", "sqlite")),
         launcher=check_launcher(where, data.get("launcher", {"name": "local"})),
         wandb=wandb,
-        imports=imports,
+        imports=imports_,
         max_retries=max_retries,
         heartbeat=heartbeat,
         cost=cost,
         report=check_report(where, data.get("report")),
         runs_root=(file.parent / str(data.get("runs", "runs"))).resolve(),
-        seeds=tuple(range(1, adaptive.start + 1)) if adaptive else check_seeds(where, data.get("seeds", [1])),
+        seeds=seeds or check_seeds(where, data.get("seeds", [1])),
         layer=as_layer(f"{where}: overrides", data.get("overrides")),
         rows=tuple(rows),
-        search=search,
-        adaptive=adaptive,
+        blocks=blocks,
     )
 
 
@@ -206,7 +219,7 @@ def read_sweep_file(path: str | Path) -> SweepFile:
 # ----------------------------------------------------------------------------------------------
 
 
-def _make_trial(
+def make_trial(
     sf: SweepFile,
     row: Mapping[str, Any],
     label: str,
@@ -233,7 +246,7 @@ def _make_trial(
             logging[target] = sf.wandb[key]
     layers.append((f"{sf.path}: wandb", {"logging": logging}))
     try:
-        config = (experiment or _experiment(sf)).config(layers)
+        config = (experiment or experiment_of(sf)).config(layers)
     except ConfigError as exc:
         raise SweepError(str(exc)) from None
     check_no_split_keys(f"{sf.path}: row {label!r}", dotlist(layer), config)
@@ -256,7 +269,7 @@ def _make_trial(
     )
 
 
-def _experiment(sf: SweepFile) -> Experiment:
+def experiment_of(sf: SweepFile) -> Experiment:
     """The sweep's experiment with its sweep-wide overrides, loaded once for all its rows."""
     try:
         return Experiment(sf.experiment, [(f"{sf.path}: overrides", sf.layer)] if sf.layer else [])
@@ -276,7 +289,7 @@ def _reseed(runs_dir: str, first: Trial, seed: int, order: int, ids: SeedIds) ->
     return replace(first, trial_id=tid, seed=seed, order=order, config=config, run_dir=run_dir)
 
 
-def _rows(sf: SweepFile) -> list[tuple[Mapping[str, Any], str, str | None, dict[str, Any]]]:
+def row_layers(sf: SweepFile) -> list[tuple[Mapping[str, Any], str, str | None, dict[str, Any]]]:
     """(row, label, paper, layer) of every expanded row, names checked to be unique."""
     where = str(sf.path)
     out = []
@@ -295,75 +308,57 @@ def _rows(sf: SweepFile) -> list[tuple[Mapping[str, Any], str, str | None, dict[
     return out
 
 
-SEARCH_ORDER = 100_000  # a sampled trial's display order: row position * SEARCH_ORDER + its number
+ROW_ORDER = 100_000  # a trial a plan adds: display order = row position * ROW_ORDER + its own number
 
 
-def sample_trial(sweep: Sweep, row: str, params: Mapping[str, Any], seed: int, search: Mapping[str, Any]) -> Trial:
-    """The trial of a search sweep's ``row`` at ``seed`` with sampled ``params`` (dotted key -> value)."""
-    assert sweep.source is not None, "sample_trial needs a search sweep"
-    for i, (r, label, paper, layer) in enumerate(_rows(sweep.source)):
+def row_trial(
+    sweep: Sweep, row: str, seed: int, number: int, *, params: Mapping[str, Any] | None = None, search: Any = None
+) -> Trial:
+    """The trial of the sweep file's ``row`` at ``seed``, which a plan adds while the sweep runs (a search's
+    sample, an adaptive seed): ``params`` (dotted key -> value) on top of the row's overrides, shown at
+    ``number`` within its row; ``search``: the trial's search attributes ({phase, params, number})."""
+    for i, (r, label, paper, layer) in enumerate(row_layers(sweep.source)):
         if label == row:
             sampled: dict[str, Any] = {}
-            for key, value in params.items():
+            for key, value in (params or {}).items():
                 set_dotted(sampled, key, value, f"{sweep.path}: search")
-            order = i * SEARCH_ORDER + int(search.get("number", 0)) + 1
-            layer = merge(layer, sampled)
-            return _make_trial(sweep.source, r, label, paper, layer, sweep.overrides, seed, order, search)
-    raise SweepError(f"{sweep.path}: search: no row {row!r} in the sweep file (renamed since the search began?)")
-
-
-def seed_trial(sweep: Sweep, row: str, seed: int) -> Trial:
-    """The trial of ``row`` at another ``seed``: an adaptive sweep adds them while it runs."""
-    assert sweep.source is not None, "seed_trial needs an adaptive sweep"
-    for i, (r, label, paper, layer) in enumerate(_rows(sweep.source)):
-        if label == row:
-            return _make_trial(sweep.source, r, label, paper, layer, sweep.overrides, seed, i * SEARCH_ORDER + seed)
-    raise SweepError(f"{sweep.path}: seeds: no row {row!r} in the sweep file (renamed since the sweep began?)")
-
-
-def _search_templates(sf: SweepFile, overrides: Sequence[str]) -> tuple[Trial, ...]:
-    """One unsampled trial per row; every bound and choice of every param is resolved once (first row)."""
-    assert sf.search is not None
-    rows = _rows(sf)  # the rows' own errors first, as before the experiment was loaded once
-    templates, experiment = [], _experiment(sf)
-    for i, (row, label, paper, layer) in enumerate(rows):
-        order = i * SEARCH_ORDER
-        templates.append(_make_trial(sf, row, label, paper, layer, overrides, sf.seeds[0], order, None, experiment))
-        if i:
-            continue
-        for p in sf.search.params:
-            for value in p.bounds():
-                probe: dict[str, Any] = {}
-                set_dotted(probe, p.key, value, f"{sf.path}: search.params.{p.key}")
-                try:
-                    _make_trial(sf, row, label, paper, merge(layer, probe), overrides, sf.seeds[0], 0, None, experiment)
-                except SweepError as exc:
-                    raise SweepError(f"{sf.path}: search.params.{p.key} = {value!r}: {exc}") from None
-    return tuple(templates)
+            order = i * ROW_ORDER + number
+            return make_trial(
+                sweep.source, r, label, paper, merge(layer, sampled), sweep.overrides, seed, order, search
+            )
+    began = "the search" if search is not None else "the sweep"
+    raise SweepError(
+        f"{sweep.path}: {'search' if search is not None else 'seeds'}: no row {row!r} in the sweep file "
+        f"(renamed since {began} began?)"
+    )
 
 
 def expand(sf: SweepFile, overrides: Sequence[str] = ()) -> Sweep:
-    """Every trial of a checked sweep file; ``overrides`` (dotlist) apply to every trial.
+    """Every trial of a checked sweep file; ``overrides`` (dotlist) apply to every trial. The grid's
+    trials (every row at every seed), as each block of the file makes them (ablate.sweep.file.blocks):
+    a search sweep has no trials yet but its row templates (see :class:`Sweep`)."""
+    empty = Sweep(source=sf, trials=(), overrides=tuple(overrides))
 
-    A search sweep has no trials yet: its row templates are built instead (see :class:`Sweep`)."""
+    def grid() -> Sweep:
+        return replace(empty, trials=_grid(sf, overrides))
+
+    build = grid
+    for key, spec in sf.blocks.items():
+        build = partial(BLOCKS.get(key).build, empty, spec, build)
+    return build()
+
+
+def _grid(sf: SweepFile, overrides: Sequence[str]) -> tuple[Trial, ...]:
     where = str(sf.path)
-    header = {k: getattr(sf, k) for k in ("path", "name", "experiment", "store", "launcher", "wandb", "imports")}
-    common = dict(max_retries=sf.max_retries, heartbeat=sf.heartbeat, cost=sf.cost, runs_root=sf.runs_root)
-    common["report"] = sf.report
-    if sf.search is not None:
-        templates = _search_templates(sf, overrides)
-        return Sweep(
-            **header, **common, trials=(), overrides=tuple(overrides), search=sf.search, templates=templates, source=sf
-        )
     trials: list[Trial] = []
     seen_ids: dict[str, str] = {}
-    rows = _rows(sf)  # the rows' own errors first, as before the experiment was loaded once
-    runs_dir, experiment = str(sf.runs_dir), _experiment(sf)
+    rows = row_layers(sf)  # the rows' own errors first, as before the experiment was loaded once
+    runs_dir, experiment = str(sf.runs_dir), experiment_of(sf)
     for row, label, paper, layer in rows:
         first = ids = None
         for seed in sf.seeds:
             if first is None:
-                t = first = _make_trial(sf, row, label, paper, layer, overrides, seed, len(trials), None, experiment)
+                t = first = make_trial(sf, row, label, paper, layer, overrides, seed, len(trials), None, experiment)
                 ids = SeedIds(first.config)
             else:  # a row's configs differ only in train.seed: loaded once per row, not once per trial
                 t = _reseed(runs_dir, first, seed, len(trials), ids)
@@ -374,8 +369,7 @@ def expand(sf: SweepFile, overrides: Sequence[str] = ()) -> Sweep:
                 )
             seen_ids[t.trial_id] = label
             trials.append(t)
-    adaptive = {"adaptive": sf.adaptive, "source": sf} if sf.adaptive is not None else {}
-    return Sweep(**header, **common, trials=tuple(trials), overrides=tuple(overrides), **adaptive)
+    return tuple(trials)
 
 
 def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> Sweep:

@@ -30,8 +30,8 @@ SWEEP_KEYS = {
     "cost": "{flops_per_second, mfu, step_overhead_s, memory_gb}: throughput and device memory assumed by --dry-run",
     "report": "{equivalence: {ppl: 0.02, bleu: 0.3}}: margins within which a row counts as the same as base",
     "rows": "the rows of the table (optional with search:, which then tunes the experiment as one row)",
-    "search": "{metric, direction, n_trials, sampler, pruner, params}: tune each row (ablate.sweep.file.search_spec)",
 }
+# A policy's own top-level key (search:, a plugin's) is a block: ablate.sweep.file.blocks reads it.
 WANDB_KEYS = ("project", "entity", "mode")
 WANDB_MODES = ("auto", "online", "offline", "disabled")
 HEARTBEAT_KEYS = ("interval_s", "grace_s")
@@ -137,10 +137,13 @@ def check_launcher(where: str, launcher: Any) -> dict[str, Any]:
     return {**launcher, "name": str(launcher.get("name", "local"))}
 
 
-def check_top(where: str, data: Mapping[str, Any]) -> tuple[str, int, tuple[str, ...]]:
-    """(name, max_retries, imports)."""
-    check_known_keys(where, data, list(SWEEP_KEYS))
-    for required in ("experiment", "rows") if data.get("search") is None else ("experiment",):
+def check_top(
+    where: str, data: Mapping[str, Any], blocks: Sequence[str] = (), rows_optional: bool = False
+) -> tuple[str, int, tuple[str, ...]]:
+    """(name, max_retries, imports). ``blocks``: the keys of the policies' blocks (ablate.sweep.file.blocks);
+    ``rows_optional``: a block of the file lets ``rows:`` be left out."""
+    check_known_keys(where, data, [*SWEEP_KEYS, *(b for b in blocks if b not in SWEEP_KEYS)])
+    for required in ("experiment",) if rows_optional else ("experiment", "rows"):
         if required not in data:
             raise SweepError(f"{where}: missing key {required!r} ({SWEEP_KEYS[required]})")
     for key in ("experiment", "runs"):  # paths: a NUL byte or a number would fail deep in the OS calls
@@ -161,10 +164,14 @@ def check_top(where: str, data: Mapping[str, Any]) -> tuple[str, int, tuple[str,
     max_retries = data.get("max_retries", 2)
     if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
         raise SweepError(f"{where}: max_retries must be an integer >= 0, got {max_retries!r}")
-    imports = data.get("imports") or []
+    return name or "", max_retries, check_imports(where, data.get("imports"))
+
+
+def check_imports(where: str, imports: Any) -> tuple[str, ...]:
+    imports = imports or []
     if not isinstance(imports, list) or not all(isinstance(m, str) for m in imports):
         raise SweepError(f"{where}: imports must be a list of module names, got {imports!r}")
-    return name or "", max_retries, tuple(imports)
+    return tuple(imports)
 
 
 SPLIT_CHOSEN = ("data.max_tokens", "train.accumulate_grad_batches")  # ablate's choice under train.global_tokens

@@ -22,7 +22,8 @@ from typing import Any
 from ablate.errors import AblateError, SweepError, unknown_key
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.launch.progress import ProgressView
-from ablate.sweep.plan.plans import SweepPlan, to_add, trial_states
+from ablate.sweep.plan.base import Plan
+from ablate.sweep.plan.plans import plan_of, trial_states
 from ablate.sweep.store.state import FINAL_KINDS, NO_AUTO_RETRY, Attempt, TrialView, count, free_retry
 from ablate.sweep.store.store import SweepStore
 
@@ -178,11 +179,12 @@ class Launcher:
     def run(self, detach: bool = False, view: ProgressView | None = None) -> dict[str, int]:
         """Drive the sweep to the end (or, detached, until everything is submitted)."""
         created = self.store.sync(self.sweep)
-        view = view or ProgressView(self.sweep, to_add=lambda added: to_add(self.sweep, added))
-        self.plan = SweepPlan(self.sweep, self.store)
-        for line in self.plan.start(created):
+        self.plan = plan = plan_of(self.sweep, self.store)
+        view = view or ProgressView(self.sweep, to_add=plan.to_add)
+        started = plan.start(created)
+        for line in started.notes:
             view.note(line)
-        self.sweep = self.plan.sweep
+        self.sweep = started.sweep
         self.retry_failed(first=True)
         stop = self._stop = _StopOnCtrlC()
         try:
@@ -196,17 +198,17 @@ class Launcher:
         view.close()
         return count(self.trials())
 
-    plan: SweepPlan | None = None  # what runs next (ablate.sweep.plan), set by run()
+    plan: Plan | None = None  # what runs next (ablate.sweep.plan), set by run()
 
     def _step_plan(self, view: ProgressView) -> bool:
         """The plan's pass: it may add trials into free room; whether more may come."""
         assert self.plan is not None
         room = self.capacity() - len(self.active())
-        notes, more = self.plan.step(room, lambda sweep: self.store_views(sweep))
-        for line in notes:
+        step = self.plan.step(room, self.store_views)
+        for line in step.notes:
             view.note(line)
-        self.sweep = self.plan.sweep
-        return more
+        self.sweep = step.sweep
+        return step.more
 
     def store_views(self, sweep: Sweep) -> list[TrialView]:
         """The trials of ``sweep`` as the store sees them now (with what its plans added)."""

@@ -34,8 +34,8 @@ from typing import Any
 
 from ablate.stats.learning import LEARNED_RATIO, MIN_BASE_CHRF, base_chrf, learned, translates
 from ablate.sweep.file.seeds_spec import AdaptiveSeeds
-from ablate.sweep.file.spec import Sweep, Trial, seed_trial
-from ablate.sweep.plan.base import PLANS, Plan
+from ablate.sweep.file.spec import Sweep, Trial, row_trial
+from ablate.sweep.plan.base import PLANS, Plan, Read, Step, Wrapper
 
 
 def base_row(rows: Sequence[str], groups: Mapping[str, str], papers: Mapping[str, Any]) -> str:
@@ -79,6 +79,11 @@ def rows_to_extend(
     return [r for r, v in verdicts.items() if v == "undecided" and len(by_row[r]) < spec.max]
 
 
+def seed_trial(sweep: Sweep, row: str, seed: int) -> Trial:
+    """The trial of ``row`` at another ``seed``, added while the sweep runs."""
+    return row_trial(sweep, row, seed, seed)
+
+
 def materialize_seeds(sweep: Sweep, trial_rows: Mapping[str, Mapping[str, Any]]) -> Sweep:
     """The adaptive sweep with the seeds its controller added (``trial_rows``: the store's ablate id ->
     attributes) as trials, so status, the table and a resumed controller see them."""
@@ -95,38 +100,46 @@ def materialize_seeds(sweep: Sweep, trial_rows: Mapping[str, Mapping[str, Any]])
 
 
 @PLANS.register("seeds")
-class SeedsPlan(Plan):
-    """``seeds: {start, max, until}``: at each look, the next seeds of the undecided rows as new trials."""
+class SeedsPlan(Wrapper):
+    """``seeds: {start, max, until}`` around the grid or a search: at each look (every trial of the inner
+    plan ended), the next seeds of the undecided rows as new trials."""
 
-    order = 10  # after a search: seeds are added to the rows as the search left them
+    order = 10
 
-    def __init__(self, sweep: Sweep, store: Any, alpha: float = 0.05) -> None:
-        super().__init__(sweep, store)
+    def __init__(self, sweep: Sweep, store: Any = None, *, inner: Plan, alpha: float = 0.05) -> None:
+        super().__init__(sweep, store, inner=inner)
         self.alpha = alpha
 
     @staticmethod
     def applies(sweep: Sweep) -> bool:
         return sweep.adaptive is not None
 
-    @staticmethod
-    def materialize(sweep: Sweep, by_trial: Mapping[str, Sequence[Any]]) -> Sweep:
-        return materialize_seeds(sweep, {aid: a[0].attrs for aid, a in by_trial.items() if a})
+    def materialize(self, by_trial: Mapping[str, Sequence[Any]]) -> Sweep:
+        return materialize_seeds(
+            self.inner.materialize(by_trial), {aid: a[0].attrs for aid, a in by_trial.items() if a}
+        )
 
-    @staticmethod
-    def dry_run_notes(sweep: Sweep, device_hours: float | None) -> list[str]:
-        a = sweep.adaptive
+    def dry_run_notes(self, device_hours: float | None) -> list[str]:
+        a = self.sweep.adaptive
         assert a is not None
         bound = f" (at most {device_hours * a.max / a.start:.3g} device-hours)" if device_hours is not None else ""
-        return [f"adaptive seeds: the {a.start} seeds above first; undecided rows get more, up to {a.max} each{bound}"]
+        own = f"adaptive seeds: the {a.start} seeds above first; undecided rows get more, up to {a.max} each{bound}"
+        return [*self.inner.dry_run_notes(device_hours), own]
 
-    def start(self, created: Sequence[Any]) -> list[str]:
+    def start(self, created: Sequence[Any]) -> Step:
         """The seeds an earlier controller added join the sweep first."""
-        self.sweep = self.materialize(self.sweep, self.store.by_trial())
+        inner = self.inner.start(created)
+        self.sweep = self._with_seeds(inner.sweep)
         spec = self.sweep.adaptive
         assert spec is not None
-        return [
+        own = (
             f"seeds: {spec.start} per row, up to {spec.max} while a row is undecided (each look at alpha/{spec.looks})"
-        ]
+        )
+        return Step(self.sweep, (*inner.notes, own), inner.more)
+
+    def _with_seeds(self, sweep: Sweep) -> Sweep:
+        """``sweep`` (the inner plan's) with the seeds added so far, as the store records them."""
+        return materialize_seeds(sweep, {aid: a[0].attrs for aid, a in self.store.by_trial().items() if a})
 
     _floor: float | None = None
     _floor_read = False
@@ -169,10 +182,20 @@ class SeedsPlan(Plan):
             "the table marks no row and more seeds would not give one; done"
         )
 
-    def step(self, room: int, trials: Sequence[Any]) -> list[str]:
-        """Nothing while a trial is waiting or running; at a look, add the next seeds (or end)."""
+    def step(self, room: int, read: Read) -> Step:
+        """The inner plan first; then nothing while a trial is waiting or running; at a look, the next
+        seeds (or the end)."""
+        inner = self.inner.step(room, read)
+        self.sweep = self._with_seeds(inner.sweep)
+        if inner.more:
+            return Step(self.sweep, inner.notes, True)
+        notes, more = self._look(read(self.sweep))
+        return Step(self.sweep, (*inner.notes, *notes), more)
+
+    def _look(self, trials: Sequence[Any]) -> tuple[list[str], bool]:
+        """(notes, whether more seeds may come) at this pass."""
         if any(v.state in ("waiting", "running") for v in trials):
-            return []
+            return [], True
         spec = self.sweep.adaptive
         assert spec is not None
         by_row: dict[str, dict[int, float]] = {r: {} for r in self.sweep.rows}
@@ -185,17 +208,17 @@ class SeedsPlan(Plan):
         by_row, why = self._learned_only(by_row, base)
         why = why or self._not_translating([v for v in trials if v.row == base])
         if why:
-            self.more = False
-            return [why]
+            return [why], False
         margin = float((self.sweep.report.get("equivalence") or {}).get("ppl", 0.02))
         rows = rows_to_extend(spec, by_row, base, self.alpha, margin)
         if not rows:
-            self.more = False
-            return [f"seeds: every row decided or at {spec.max} seeds; done"]
+            return [f"seeds: every row decided or at {spec.max} seeds; done"], False
         seeds = {r: {t.seed for t in self.sweep.trials if t.row == r} for r in (*rows, base)}
         plan = [(r, max(seeds[r]) + 1) for r in rows]  # a failed seed is not drawn again
         plan += [(base, s) for s in sorted({s for _, s in plan} - seeds[base])]  # base pairs with every seed
         new: list[Trial] = [seed_trial(self.sweep, row, seed) for row, seed in plan]
         self.sweep = replace(self.sweep, trials=(*self.sweep.trials, *new))
         self.store.sync(self.sweep)
-        return [f"seeds: look at alpha/{spec.looks}: one more seed for {len(rows)} undecided row(s): {', '.join(rows)}"]
+        return [
+            f"seeds: look at alpha/{spec.looks}: one more seed for {len(rows)} undecided row(s): {', '.join(rows)}"
+        ], True

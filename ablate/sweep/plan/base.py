@@ -1,19 +1,26 @@
 """The one interface of the plan room: what a sweep runs next, and the registry of the policies.
 
 A *plan* decides which trials a sweep has. The grid's are all in the sweep file; a search samples its
-trials while it runs; adaptive seeds add seeds to the rows still undecided. The launcher holds one
-:class:`~ablate.sweep.plan.plans.SweepPlan` (the plans that apply to the sweep, in ``order``) and
-calls it at every controller pass; it never asks which policy it holds. Everything that reads a
-sweep's trials (``status``, the table, a resumed controller) sees the trials the plans added through
-:meth:`Plan.materialize`, computed from the store alone, so a killed controller loses nothing.
+trials while it runs; adaptive seeds add seeds to the rows still undecided. A sweep's plan is one
+*base* plan (the grid, or a search: exactly one applies) inside the *wrappers* that apply (adaptive
+seeds; a plugin's), innermost first by ``order``: :func:`ablate.sweep.plan.plans.plan_of` builds it.
+The launcher holds that one plan and calls it at every controller pass; neither it nor a command asks
+which policy it holds. Every answer is a return value; how a wrapper combines its own answer with the
+inner plan's is written on each hook of :class:`Wrapper` (its default is that rule).
 
-A new policy (say, successive halving over rows) is one file in ``ablate/sweep/plan/``: a subclass of
-:class:`Plan` registered in :data:`PLANS`, imported by :mod:`ablate.sweep.plan.plans`.
+Everything that reads a sweep's trials (``status``, the table, a resumed controller) sees the trials
+the plans added through :meth:`Plan.materialize`, computed from the store alone, so a killed
+controller loses nothing.
+
+A new policy is one file: its block of the sweep file (:mod:`ablate.sweep.file.blocks`), its plan (a
+:class:`Wrapper` or :class:`Plan` registered in :data:`PLANS`), imported through the sweep file's
+``imports:`` (a plugin) or by :mod:`ablate.sweep.plan.plans` (a built-in).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ablate.registry import Registry
@@ -22,76 +29,140 @@ from ablate.sweep.store.state import Attempt, TrialView
 
 PLANS: Registry = Registry("plan", "what a sweep runs next (the sweep file's blocks choose)")
 
+Read = Callable[[Sweep], Sequence[TrialView]]  # the trials of a sweep as the store has them now
+
+
+@dataclass(frozen=True)
+class Step:
+    """A plan's answer at the start of a sweep or at one controller pass."""
+
+    sweep: Sweep  # the sweep with every trial the plan has added so far
+    notes: tuple[str, ...] = ()  # lines for the user
+    more: bool = False  # whether a later pass may still add trials
+
 
 class Plan:
-    """A policy for what to run next; subclasses say when they apply and what they add."""
+    """A base plan (the grid, a search): the trials of the sweep's rows. ``store`` is None when a command
+    only asks before anything runs (notes, the dry run, status lines)."""
 
-    order: int = 0  # plans that apply together materialize and step in this order (lowest first)
+    order: int = 0  # wrappers apply in this order, innermost (lowest) first
     settles: bool = False  # wants one more pass after the last trial ends (to tell its result)
 
-    def __init__(self, sweep: Sweep, store: Any) -> None:
+    def __init__(self, sweep: Sweep, store: Any = None) -> None:
         self.sweep, self.store = sweep, store
-        self.more = True  # whether a later step may still add trials
 
     @staticmethod
     def applies(sweep: Sweep) -> bool:
         """Whether this policy runs for ``sweep`` (its sweep file asked for it)."""
         raise NotImplementedError
 
-    @staticmethod
-    def materialize(sweep: Sweep, by_trial: Mapping[str, Sequence[Attempt]]) -> Sweep:
-        """``sweep`` with the trials this policy added so far, as the store records them."""
-        return sweep
+    def materialize(self, by_trial: Mapping[str, Sequence[Attempt]]) -> Sweep:
+        """The sweep with the trials this plan added so far, as the store records them."""
+        return self.sweep
 
-    @staticmethod
-    def to_add(sweep: Sweep, added: int) -> int:
-        """How many trials this policy will still add, ``added`` of its own being in the sweep (for the
-        progress line's count and ETA; 0 when it cannot say or adds none)."""
+    def to_add(self, added: int) -> int:
+        """How many trials the plan will still add, ``added`` sampled ones being in the sweep (the progress
+        line's count and ETA; 0 when it cannot say or adds none)."""
         return 0
 
-    # -- what the commands ask of a sweep's plans before anything runs (class-level: no store needed) --
-    @staticmethod
-    def notes(sweep: Sweep) -> list[str]:
+    def notes(self) -> list[str]:
         """Notes before the sweep runs (its dry run too): something the user may want to change."""
         return []
 
-    @staticmethod
-    def detach_problem(sweep: Sweep) -> str | None:
-        """Why ``--detach`` cannot run this policy (it needs its controller), or None."""
+    def detach_problem(self) -> str | None:
+        """Why ``--detach`` cannot run this plan (it needs its controller), or None."""
         return None
 
-    @staticmethod
-    def to_prepare(sweep: Sweep, todo: set[str]) -> list[Trial] | None:
-        """The trials whose data is prepared before the sweep starts (``todo``: ids still to run);
-        None: no opinion (another plan of the sweep says)."""
+    def to_prepare(self, todo: set[str]) -> list[Trial]:
+        """The trials whose data is prepared before the sweep starts (``todo``: ids still to run)."""
+        return [t for t in self.sweep.shapes if t.trial_id in todo]
+
+    def tally(self) -> tuple[str, ...]:
+        """The trial states the end-of-sweep tally counts, in order."""
+        return ("done", "failed")
+
+    def dry_run(self, as_json: bool) -> int | None:
+        """Print the plan's own dry run instead of the trial list (its exit code), or None."""
         return None
 
-    @staticmethod
-    def tally(sweep: Sweep) -> tuple[str, ...] | None:
-        """The trial states the end-of-sweep tally counts, in order; None: no opinion."""
-        return None
-
-    @staticmethod
-    def dry_run(sweep: Sweep, as_json: bool) -> int | None:
-        """Print this policy's own plan instead of the trial list (its exit code), or None."""
-        return None
-
-    @staticmethod
-    def dry_run_notes(sweep: Sweep, device_hours: float | None) -> list[str]:
+    def dry_run_notes(self, device_hours: float | None) -> list[str]:
         """Lines after the dry run's trial list (``device_hours``: the list's total)."""
         return []
 
-    @staticmethod
-    def status_lines(sweep: Sweep, trials: Sequence[TrialView]) -> list[str]:
+    def status_lines(self, trials: Sequence[TrialView]) -> list[str]:
         """Lines after ``ablate status``'s table."""
         return []
 
-    def start(self, created: Sequence[Any]) -> list[str]:
-        """Called once before the first pass (``created``: the trials the store just made); notes."""
+    def table_notes(self, trials: Sequence[TrialView]) -> list[str]:
+        """Lines under ``ablate table``'s table (every format that has notes)."""
         return []
 
-    def step(self, room: int, trials: Sequence[TrialView]) -> list[str]:
-        """One controller pass: add trials (``room``: how many more may run now); notes for the user.
-        Sets :attr:`more` and :attr:`sweep` (with the trials it added)."""
-        self.more = False
-        return []
+    def start(self, created: Sequence[Any]) -> Step:
+        """Once before the first pass (``created``: the trials the store just made)."""
+        return Step(self.sweep)
+
+    def step(self, room: int, read: Read) -> Step:
+        """One controller pass: add trials (``room``: how many more may run now)."""
+        return Step(self.sweep)
+
+
+class Wrapper(Plan):
+    """A plan around another (``inner``): adaptive seeds around the grid or a search, a plugin's policy.
+    Each hook below answers with the inner plan's answer combined with the wrapper's own by the rule its
+    docstring states; a wrapper overrides the hooks where it has something to add."""
+
+    order = 10
+
+    def __init__(self, sweep: Sweep, store: Any = None, *, inner: Plan) -> None:
+        super().__init__(sweep, store)
+        self.inner = inner
+        self.settles = inner.settles
+
+    def materialize(self, by_trial: Mapping[str, Sequence[Attempt]]) -> Sweep:
+        """Chained: the inner plan's sweep, then the wrapper's trials on it."""
+        return self.inner.materialize(by_trial)
+
+    def to_add(self, added: int) -> int:
+        """Summed: the inner plan's count plus the wrapper's."""
+        return self.inner.to_add(added)
+
+    def notes(self) -> list[str]:
+        """Concatenated: the inner plan's, then the wrapper's."""
+        return self.inner.notes()
+
+    def detach_problem(self) -> str | None:
+        """First answer: the inner plan's, else the wrapper's."""
+        return self.inner.detach_problem()
+
+    def to_prepare(self, todo: set[str]) -> list[Trial]:
+        """The inner plan's (it knows the shapes of the trials to come)."""
+        return self.inner.to_prepare(todo)
+
+    def tally(self) -> tuple[str, ...]:
+        """The inner plan's."""
+        return self.inner.tally()
+
+    def dry_run(self, as_json: bool) -> int | None:
+        """The inner plan's."""
+        return self.inner.dry_run(as_json)
+
+    def dry_run_notes(self, device_hours: float | None) -> list[str]:
+        """Concatenated: the inner plan's, then the wrapper's."""
+        return self.inner.dry_run_notes(device_hours)
+
+    def status_lines(self, trials: Sequence[TrialView]) -> list[str]:
+        """Concatenated: the inner plan's, then the wrapper's."""
+        return self.inner.status_lines(trials)
+
+    def table_notes(self, trials: Sequence[TrialView]) -> list[str]:
+        """Concatenated: the inner plan's, then the wrapper's."""
+        return self.inner.table_notes(trials)
+
+    def start(self, created: Sequence[Any]) -> Step:
+        """Chained: the inner plan starts, then the wrapper on the sweep it answered."""
+        return self.inner.start(created)
+
+    def step(self, room: int, read: Read) -> Step:
+        """The inner plan first: while it may add trials the wrapper waits; once it may not, the wrapper's
+        turn on the inner plan's sweep (a wrapper that adds nothing answers what the inner plan did)."""
+        return self.inner.step(room, read)

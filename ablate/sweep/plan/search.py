@@ -37,7 +37,7 @@ from typing import Any
 
 from ablate.errors import SweepError
 from ablate.sweep.file.search_spec import SearchSpec
-from ablate.sweep.file.spec import Sweep, Trial, sample_trial
+from ablate.sweep.file.spec import Sweep, Trial, row_trial
 from ablate.sweep.store.state import FINAL_KINDS, Attempt, decide
 
 SEARCH_ATTR = "search"
@@ -45,6 +45,11 @@ SEARCH_ATTR = "search"
 
 def study_name(sweep_name: str, row: str) -> str:
     return f"{sweep_name}:{row}"
+
+
+def sample_trial(sweep: Sweep, row: str, params: Mapping[str, Any], seed: int, search: Mapping[str, Any]) -> Trial:
+    """The trial of a search sweep's ``row`` at ``seed`` with sampled ``params`` (dotted key -> value)."""
+    return row_trial(sweep, row, seed, int(search.get("number", 0)) + 1, params=params, search=search)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -323,7 +328,7 @@ class Searcher:
 
     def _finals(self, r: RowSearch, by_trial: Mapping[str, Sequence[Attempt]]) -> list[str]:
         """The row's best configuration at the sweep's other seeds (created once)."""
-        seeds = self.sweep.source.seeds[1:] if self.sweep.source is not None else ()
+        seeds = self.sweep.source.seeds[1:]
         if r.best is None or not seeds:
             return []
         params = {k: clean_value(v) for k, v in r.best.params.items()}

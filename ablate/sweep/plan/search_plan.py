@@ -10,14 +10,14 @@ of their steps (a median pruner's textbook behaviour on curves that do not cross
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ablate.sweep.file.search_spec import SearchSpec
 from ablate.sweep.file.spec import Sweep, Trial
-from ablate.sweep.plan.base import PLANS, Plan
+from ablate.sweep.plan.base import PLANS, Plan, Read, Step
 from ablate.sweep.plan.search import Searcher, materialize
-from ablate.sweep.store.state import TrialView
+from ablate.sweep.store.state import Attempt, TrialView
 
 
 def _estimate(sweep: Sweep, t: Trial) -> dict[str, Any]:
@@ -58,7 +58,7 @@ def pruning_saving(spec: SearchSpec) -> float:
 def search_plan(sweep: Sweep) -> dict[str, Any]:
     spec = sweep.search
     assert spec is not None
-    seeds = sweep.source.seeds if sweep.source is not None else (sweep.templates[0].seed,)
+    seeds = sweep.source.seeds
     rows = []
     for t in sweep.templates:
         e = _estimate(sweep, t)
@@ -183,64 +183,65 @@ class SearchPlan(Plan):
 
     settles = True  # a trial that ended after the last tell is told at one more pass (then the best re-runs)
 
-    def __init__(self, sweep: Sweep, store: Any) -> None:
+    def __init__(self, sweep: Sweep, store: Any = None) -> None:
         super().__init__(sweep, store)
-        self.searcher = Searcher(sweep, store)
+        self.searcher = Searcher(sweep, store) if store is not None else None
         self._row_costs: dict[str, float] | None = None  # rows by training FLOPs (costliest sampled first)
+        self._more = True  # until a pass says otherwise (a pass without room asks nothing)
 
     @staticmethod
     def applies(sweep: Sweep) -> bool:
         return sweep.search is not None
 
-    materialize = staticmethod(materialize)
+    def materialize(self, by_trial: Mapping[str, Sequence[Attempt]]) -> Sweep:
+        return materialize(self.sweep, by_trial)
 
-    @staticmethod
-    def notes(sweep: Sweep) -> list[str]:
-        blind = blind_pruner(sweep)
+    def notes(self) -> list[str]:
+        blind = blind_pruner(self.sweep)
         return [blind] if blind else []
 
-    @staticmethod
-    def detach_problem(sweep: Sweep) -> str | None:
+    def detach_problem(self) -> str | None:
         return (
-            f"{sweep.path}: --detach: a search samples each next trial from the results so far, so it needs its "
-            "controller; run `ablate sweep` without --detach (e.g. inside a small CPU job of the cluster)"
+            f"{self.sweep.path}: --detach: a search samples each next trial from the results so far, so it needs "
+            "its controller; run `ablate sweep` without --detach (e.g. inside a small CPU job of the cluster)"
         )
 
-    @staticmethod
-    def to_prepare(sweep: Sweep, todo: set[str]) -> list[Trial]:
-        return list(sweep.shapes)  # the rows' templates: their data is known before any trial is sampled
+    def to_prepare(self, todo: set[str]) -> list[Trial]:
+        return list(self.sweep.shapes)  # the rows' templates: their data is known before any trial is sampled
 
-    @staticmethod
-    def tally(sweep: Sweep) -> tuple[str, ...]:
+    def tally(self) -> tuple[str, ...]:
         return ("done", "pruned", "failed", "waiting", "running")
 
-    @staticmethod
-    def dry_run(sweep: Sweep, as_json: bool) -> int:
-        return print_search_plan(sweep, as_json)
+    def dry_run(self, as_json: bool) -> int:
+        return print_search_plan(self.sweep, as_json)
 
-    @staticmethod
-    def status_lines(sweep: Sweep, trials: Sequence[TrialView]) -> list[str]:
-        return search_status_lines(sweep, trials)
+    def status_lines(self, trials: Sequence[TrialView]) -> list[str]:
+        return search_status_lines(self.sweep, trials)
 
-    @staticmethod
-    def to_add(sweep: Sweep, added: int) -> int:
+    def to_add(self, added: int) -> int:
         """Search trials not sampled yet (the re-runs of each row's best not counted)."""
-        assert sweep.search is not None
-        return max(0, sweep.search.n_trials * len(sweep.rows) - added)
+        assert self.sweep.search is not None
+        return max(0, self.sweep.search.n_trials * len(self.sweep.rows) - added)
 
-    def start(self, created: Sequence[Any]) -> list[str]:
+    def start(self, created: Sequence[Any]) -> Step:
+        assert self.searcher is not None, "a search runs with its store"
         s = self.searcher.spec
-        return [
-            f"store {self.store.url}: search of {len(self.sweep.rows)} row(s), {s.n_trials} trials each "
-            f"({s.sampler} sampler, {s.pruner} pruner, {s.metric} {s.direction})"
-        ]
+        return Step(
+            self.sweep,
+            (
+                f"store {self.store.url}: search of {len(self.sweep.rows)} row(s), {s.n_trials} trials each "
+                f"({s.sampler} sampler, {s.pruner} pruner, {s.metric} {s.direction})",
+            ),
+            True,
+        )
 
-    def step(self, room: int, trials: Sequence[TrialView]) -> list[str]:
+    def step(self, room: int, read: Read) -> Step:
         """Tell results and sample new trials into ``room`` (none: every slot busy; told when one ends)."""
+        assert self.searcher is not None, "a search runs with its store"
         if room <= 0:
-            return []
+            return Step(self.sweep, (), self._more)
         if self._row_costs is None:
             self._row_costs = {t.row: float(_estimate(self.sweep, t)["flops"] or 0.0) for t in self.sweep.templates}
         notes = self.searcher.step(room, self._row_costs)
-        self.sweep, self.more = self.searcher.sweep, self.searcher.more
-        return notes
+        self.sweep, self._more = self.searcher.sweep, self.searcher.more
+        return Step(self.sweep, tuple(notes), self._more)
