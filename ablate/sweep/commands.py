@@ -67,7 +67,7 @@ def sweep(
     """Check, then run (or resume) every trial of a sweep; code 0 when all are done, 1 if any failed.
 
     ``overrides`` None or empty: those recorded with the sweep (see :mod:`ablate.sweep.loader`).
-    ``launcher_options`` go to the launcher's constructor (e.g. ``worker_command`` of ``local``).
+    ``launcher_options`` go to the launcher's constructor (e.g. ``trial_fn``: a stand-in trainer).
     ``max_trials`` (default :data:`~ablate.sweep.loader.MAX_TRIALS`): a larger sweep is refused.
     ``launcher``: ``--launcher`` (a name or a YAML mapping) in place of the file's ``launcher:``.
     Every check (the sweep's size, its store, the launcher's tools) runs before anything is stored.

@@ -1,8 +1,7 @@
 """Fixtures of the sweep tests: a tiny experiment, sweep files in tmp dirs, a fake trainer.
 
-Workers are real subprocesses; the ``fake_trainer`` fixture gives the local launcher
-``fake_worker.py`` as its worker command (``ablate.sweep.launch.worker.main`` with ``fake_trainer.train``
-passed in), which follows the train() contract in milliseconds.
+Workers are real subprocesses; the ``fake_trainer`` fixture sets every launcher's ``trial_fn`` to
+``fake_trainer.py:train``, which follows the train() contract in milliseconds.
 """
 
 from __future__ import annotations

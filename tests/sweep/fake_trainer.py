@@ -1,4 +1,4 @@
-"""A stand-in for ``ablate.train.run.train`` used by the sweep tests (given to workers by fake_worker.py).
+"""A stand-in for ``ablate.train.run.train``: every launcher's ``trial_fn`` in the sweep tests (sweep_harness.py).
 
 It honours the same contract - resumes from ``<output_dir>/checkpoints/last.ckpt``, rewrites
 ``progress.json``, writes ``metrics.json`` (both through :mod:`ablate.rundir`, the format's one

@@ -22,9 +22,8 @@ TINY_EXPERIMENT = {
     "logging": {"wandb": "disabled", "progress_bar": False},
 }
 
-# What a local slot runs in the tests: ablate.sweep.launch.worker.main with the fake trainer passed in.
-FAKE_WORKER = (sys.executable, str(HERE / "fake_worker.py"))
-FAKE_TRIAL_FN = "fake_trainer:train"  # what a SLURM array task or Ray job trains with (this folder on PYTHONPATH)
+# What a trial trains with in the tests, on every launcher (a local slot, a SLURM task, a Ray job).
+FAKE_TRIAL_FN = f"{HERE / 'fake_trainer.py'}:train"
 
 
 def use_fake_trainer(set_attr: Callable[[Any, str, Any], None] = setattr) -> None:
@@ -33,7 +32,7 @@ def use_fake_trainer(set_attr: Callable[[Any, str, Any], None] = setattr) -> Non
     from ablate.sweep.launch.ray_jobs import RayLauncher
     from ablate.sweep.launch.slurm import SlurmLauncher
 
-    set_attr(LocalLauncher, "worker_command", FAKE_WORKER)
+    set_attr(LocalLauncher, "trial_fn", FAKE_TRIAL_FN)
     set_attr(SlurmLauncher, "trial_fn", FAKE_TRIAL_FN)
     set_attr(RayLauncher, "trial_fn", FAKE_TRIAL_FN)
 

@@ -4,10 +4,9 @@ A slot is a CPU core (CPU trials) or a GPU. A trial takes ``devices_per_trial`` 
 those: ``CUDA_VISIBLE_DEVICES`` for GPUs, ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` (torch's intra-op
 threads) for CPU cores. Each trial runs as ``python -m ablate.sweep.launch.worker`` in its own process group,
 so a crash or a kill -9 of a trial cannot take the sweep down, and Ctrl-C can stop a trial with
-everything it spawned (DataLoader workers, DDP ranks). The command a slot runs is
-``worker_command`` (a constructor argument; the sweep tests give a worker script of their own that
-trains with a fake trainer) followed by the worker's ``--url/--study/--trial/--token`` arguments;
-with the default command, ``trial_fn`` (set by the launcher contract) replaces the trainer.
+everything it spawned (DataLoader workers, DDP ranks). With ``trial_fn`` set (the launcher contract,
+the sweep tests' stand-in trainer: the one knob every launcher has), the worker trains with that
+function in place of the trainer.
 GPU or CPU is decided by :func:`ablate.devices.device_kind`.
 """
 
@@ -19,7 +18,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,13 +84,8 @@ class LocalLauncher(Launcher):
             raise SweepError(f"{where}: devices_per_trial={out['devices_per_trial']} exceeds slots={out['slots']}")
         return out
 
-    # What a slot runs (then --url/--study/--trial/--token); tests give their own worker script.
-    worker_command: tuple[str, ...] = WORKER_COMMAND
-
-    def __init__(self, *args: Any, worker_command: Sequence[str] | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if worker_command is not None:
-            self.worker_command = tuple(worker_command)
         self.gpu = any(uses_gpu(t.config) for t in self.sweep.shapes)
         self.slots = int(self.cfg.get("slots") or _device_count(self.gpu))
         self.per_trial = int(self.cfg.get("devices_per_trial", 1))
@@ -197,9 +191,8 @@ class LocalLauncher(Launcher):
         env[SPAWNED_AT_ENV] = repr(time.time())  # the trial's start-up (imports, ...) counts from here
         run_dir = Path(a.attrs["run_dir"])
         run_dir.mkdir(parents=True, exist_ok=True)
-        own_fn = self.trial_fn and self.worker_command == WORKER_COMMAND  # a worker_command given wins
         cmd = [
-            *((sys.executable, "-c", WITH_TRIAL_FN, str(self.trial_fn)) if own_fn else self.worker_command),
+            *((sys.executable, "-c", WITH_TRIAL_FN, str(self.trial_fn)) if self.trial_fn else WORKER_COMMAND),
             "--url",
             self.store.url,
             "--study",

@@ -43,8 +43,14 @@ class Interrupted(BaseException):
 
 
 def load_trial_fn(spec: str | None = None) -> TrialFn:
-    """The function ``"module:function"`` names (default: the real trainer, imported only now)."""
-    module, _, name = (spec or DEFAULT_TRIAL_FN).partition(":")
+    """The function ``"module:function"`` names (default: the real trainer, imported only now), or
+    ``"path/to/file.py:function"``: the file imported as a script is, its folder first on ``sys.path``."""
+    module, _, name = (spec or DEFAULT_TRIAL_FN).rpartition(":")
+    if module.endswith(".py"):
+        folder = str(Path(module).resolve().parent)
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+        module = Path(module).stem
     return getattr(importlib.import_module(module), name)
 
 
