@@ -15,6 +15,7 @@ until a command runs: ``--help`` stays light.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -53,23 +54,40 @@ def _closed_form(obj: Any) -> bool:
     return isinstance(obj, type) and "num_params" in vars(obj)
 
 
-def variants(imports: list[str]) -> int:
-    """Print every registry's variants (after importing ``imports``)."""
+PARAMS_LEGEND = "model params: closed = a closed-form num_params; counted = built on the meta device and counted"
+
+
+def listing(imports: Sequence[str] = ()) -> list[tuple[str, str, list[tuple[str, str, str, str]]]]:
+    """Every registry after importing ``imports``, sorted by kind: (kind, description, entries), each entry
+    (name, params, one-line doc, plugin module); params is closed or counted for a model slot, else ""
+    (`ablate variants` prints it; the docs' reference page is made from it)."""
     from ablate.model.slots import SLOT_REGISTRIES
     from ablate.registry import load_builtin_registries
 
     registries = load_builtin_registries()
     for spec in imports:
         import_module(spec)
+    out = []
     for kind, reg in sorted(registries.items()):
         model = kind in SLOT_REGISTRIES
-        print(f"{kind}: {reg.description}" if reg.description else f"{kind}:")
+        entries = []
         for name, doc in reg.describe():
             obj = reg.get(name)
-            params = ("closed " if _closed_form(obj) else "counted") + " " if model else ""
-            origin = f"  [plugin: {_origin(obj)}]" if _origin(obj) else ""
-            print(f"  {name:<18} {params}{doc}{origin}")
-    print("model params: closed = a closed-form num_params; counted = built on the meta device and counted")
+            params = ("closed" if _closed_form(obj) else "counted") if model else ""
+            entries.append((name, params, doc, _origin(obj)))
+        out.append((kind, reg.description, entries))
+    return out
+
+
+def variants(imports: list[str]) -> int:
+    """Print every registry's variants (after importing ``imports``)."""
+    for kind, description, entries in listing(imports):
+        print(f"{kind}: {description}" if description else f"{kind}:")
+        for name, params, doc, origin in entries:
+            column = f"{params:<7} " if params else ""
+            plugin = f"  [plugin: {origin}]" if origin else ""
+            print(f"  {name:<18} {column}{doc}{plugin}")
+    print(PARAMS_LEGEND)
     return 0
 
 

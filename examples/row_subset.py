@@ -38,6 +38,8 @@ def all_rows(sweep: Sweep) -> list[str]:
 
 @BLOCKS.register("subset")
 class SubsetBlock(SweepBlock):
+    """subset: {rows, seed}: the first row and a random draw of the others."""
+
     doc = "{rows: N, seed: S}: the first row and N of the others drawn at random"
 
     @staticmethod

@@ -20,6 +20,8 @@ from ablate.sweep.file.spec import ROW_ORDER, Sweep, Trial, experiment_of, make_
 
 @BLOCKS.register("search")
 class SearchBlock(SweepBlock):
+    """search: tune each row with Optuna (metric, direction, n_trials, sampler, pruner, params)."""
+
     doc = "{metric, direction, n_trials, sampler, pruner, params}: tune each row (ablate.sweep.file.search_spec)"
     rows_optional = True  # without rows: the experiment tuned as one row
     read = staticmethod(read_search)

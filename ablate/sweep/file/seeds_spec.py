@@ -58,6 +58,8 @@ def read_adaptive(where: str, value: Mapping[str, Any]) -> AdaptiveSeeds:
 
 @BLOCKS.register("seeds")
 class SeedsBlock(SweepBlock):
+    """seeds: {start, max}: more seeds only while a row is undecided."""
+
     doc = "{start, max, until: decided}: seeds 1..start first, more only while a row is undecided"
 
     @staticmethod

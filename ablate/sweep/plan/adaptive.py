@@ -101,8 +101,9 @@ def materialize_seeds(sweep: Sweep, trial_rows: Mapping[str, Mapping[str, Any]])
 
 @PLANS.register("seeds")
 class SeedsPlan(Wrapper):
-    """``seeds: {start, max, until}`` around the grid or a search: at each look (every trial of the inner
-    plan ended), the next seeds of the undecided rows as new trials."""
+    """Adaptive seeds around the grid or a search: the next seeds of the undecided rows at each look.
+
+    A look comes when every trial of the inner plan has ended (``seeds: {start, max, until}``)."""
 
     order = 10
 
