@@ -158,6 +158,34 @@ def _check_model(c: _Checker) -> None:
         what = f"d_model={m.d_model} is not divisible by n_heads={m.n_heads}; set model.d_k and model.d_v explicitly"
         c.fail("model.d_k", what, "model.d_model", "model.n_heads")
     c.fraction("model.dropout", "model.attention_dropout")
+    _check_arch(c)
+
+
+ARCHS = ("encdec", "decoder")
+
+
+def _check_arch(c: _Checker) -> None:
+    """A knob that means nothing for the chosen architecture is an error, not silently ignored."""
+    arch = c.get("model.arch")
+    if arch not in ARCHS:
+        c.fail("model.arch", f"must be one of {', '.join(ARCHS)}, got {arch!r}")
+    if arch == "decoder":
+        for key in ("model.n_enc_layers", "model.n_dec_layers"):
+            if c.get(key) is not None:
+                c.fail(key, "means nothing for model.arch=decoder (one causal stack of model.n_layers); remove it")
+        block, lengths = c.get("data.block_size"), c.get("eval.lengths")
+        if not isinstance(block, int) or block < 2:
+            c.fail("data.block_size", f"must be an integer >= 2 (tokens per training block), got {block!r}")
+        for length in lengths or ():
+            if not isinstance(length, int) or length < 1:
+                c.fail("eval.lengths", f"must be positive integers (context lengths), got {list(lengths)!r}")
+        for key in ("train.epochs", "train.target_tokens"):
+            if c.get(key) is not None:
+                c.fail(key, "a language model's budget is in steps for now; set train.max_steps instead")
+        return
+    for key, default in (("data.block_size", 512), ("eval.lengths", None)):
+        if c.get(key) != default:
+            c.fail(key, "means nothing for model.arch=encdec (a language model's setting); remove it")
 
 
 def _check_data(c: _Checker) -> None:
@@ -223,6 +251,12 @@ def _check_trainer_eval_logging(c: _Checker) -> None:
 def _check_lengths(c: _Checker) -> None:
     """model.max_positions covers every sequence the data and the decoder may produce."""
     m, d, e = c.cfg.model, c.cfg.data, c.cfg.eval
+    if m.arch == "decoder":  # a language model trains on blocks; longer evaluation lengths are its eval's business
+        if m.max_positions < d.block_size:
+            what = f"{m.max_positions} positions cannot hold a training block of data.block_size={d.block_size}; "
+            fix = "raise model.max_positions or lower data.block_size"
+            c.fail("model.max_positions", what + fix, "data.block_size")
+        return
     train, decode = positions_needed(d.max_len, e.max_len_a, e.max_len_b)
     if m.max_positions < train:
         what = (

@@ -18,7 +18,8 @@ from ablate.errors import ConfigError
 class ModelConfig:
     """The ``model`` section; frozen, and the one shape every consumer takes (``model_section``)."""
 
-    n_layers: int = 6  # N: layers in the encoder and in the decoder
+    arch: str = "encdec"  # encdec: the paper's encoder-decoder translator | decoder: one causal stack, a language model
+    n_layers: int = 6  # N: layers in the encoder and in the decoder (arch decoder: in its one stack)
     n_enc_layers: int | None = None  # encoder layers if different from n_layers
     n_dec_layers: int | None = None  # decoder layers if different from n_layers
     d_model: int = 512  # width of the residual stream and the embeddings
@@ -56,6 +57,7 @@ class DataConfig:
     test_split: str = "test"  # split used as the test set (test/* metrics)
     cache_dir: str | None = None  # prepared-data cache (default $ABLATE_CACHE or ~/.cache/ablate)
     num_workers: int = 0  # DataLoader worker processes
+    block_size: int = 512  # model.arch decoder: tokens per training block (L: the target side as one stream)
 
 
 @dataclass
@@ -106,6 +108,7 @@ class EvalConfig:
     bleu_max_sentences: int | None = None  # decode at most this many dev sentences during training
     tokenized_bleu: bool = False  # also report paper-style tokenized BLEU with compound splitting
     test: bool = True  # evaluate the test split at the end of training
+    lengths: list[int] | None = None  # model.arch decoder: context lengths of the final evaluation (None: block_size)
 
 
 @dataclass
@@ -137,6 +140,9 @@ SLOT_FIELDS = ("attention", "ffn", "norm", "positional", "residual")  # model fi
 # Keys added after trial ids were first stored, with their defaults: at the default they are left out
 # of the hash (hash_view), so a sweep that does not set them keeps its trial ids, runs and W&B runs.
 ADDED_LATER: dict[str, Any] = {
+    "model.arch": "encdec",
+    "data.block_size": 512,
+    "eval.lengths": None,
     "data.max_train_pairs": None,
     "data.bucket_ratio": 0.0,
     "data.batch_multiple": 1,
@@ -208,8 +214,11 @@ def _without_split(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def enc_dec_layers(model_cfg: Any) -> tuple[int, int]:
-    """(encoder layers, decoder layers) after n_enc_layers / n_dec_layers overrides."""
+    """(encoder layers, decoder layers) after n_enc_layers / n_dec_layers overrides; a language model
+    (``arch: decoder``) has no encoder and one stack of n_layers."""
     n = model_cfg.n_layers
+    if getattr(model_cfg, "arch", "encdec") == "decoder":
+        return 0, n
     return (model_cfg.n_enc_layers or n, model_cfg.n_dec_layers or n)
 
 

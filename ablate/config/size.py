@@ -131,7 +131,7 @@ def model_slots(m: ModelConfig) -> dict[str, Slot]:
         "src_positional": _slot("positional", m.positional, {**positional, "causal": False}),
         "tgt_positional": _slot("positional", m.positional, {**positional, "causal": True}),
         "enc_residual": _residual(m, "encoder"),
-        "dec_residual": _residual(m, "decoder"),
+        "dec_residual": _residual(m, "lm" if m.arch == "decoder" else "decoder"),
         "attention": _slot(
             "attention",
             m.attention,
@@ -147,9 +147,15 @@ def count_parameters(m: ModelConfig, vocab_size: int) -> int:
     slots = model_slots(m)
     n_enc, n_dec = enc_dec_layers(m)
     attn, ffn, norm = (slots[k].num_params() for k in ("attention", "ffn", "norm"))
-    embeddings = vocab_size * m.d_model * (1 if m.tie_embeddings else 3)
-    total = embeddings + slots["src_positional"].num_params() + slots["tgt_positional"].num_params()
-    for res, n_layers, n_sub, n_attn in ((slots["enc_residual"], n_enc, 2, 1), (slots["dec_residual"], n_dec, 3, 2)):
+    if m.arch == "decoder":  # one causal stack: an embedding (tied to the output unless untied), no cross-attention
+        embeddings = vocab_size * m.d_model * (1 if m.tie_embeddings else 2)
+        stacks = ((slots["dec_residual"], n_dec, 2, 1),)
+        total = embeddings + slots["tgt_positional"].num_params()
+    else:
+        embeddings = vocab_size * m.d_model * (1 if m.tie_embeddings else 3)
+        stacks = ((slots["enc_residual"], n_enc, 2, 1), (slots["dec_residual"], n_dec, 3, 2))
+        total = embeddings + slots["src_positional"].num_params() + slots["tgt_positional"].num_params()
+    for res, n_layers, n_sub, n_attn in stacks:
         wrapper = res.num_params() + res.cls.norms_per_sublayer * norm  # one residual wrapper and its norms
         total += n_layers * (n_attn * attn + ffn + n_sub * wrapper) + (norm if res.cls.final_norm else 0)
     return total
@@ -192,6 +198,9 @@ def train_flops(
     k_v = max(0.0, 2.0 * (d * h * d_k + d * h * d_v + extra))
     enc_token = q_o + k_v + scores(s_len) + ffn
     dec_token = (q_o + k_v + scores((t_len + 1) / 2)) + (q_o + scores(s_len)) + ffn
+    if m.arch == "decoder":  # causal self-attention and the FFN per token; no encoder, no cross-attention
+        lm_token = q_o + k_v + scores((t_len + 1) / 2) + ffn
+        return 3.0 * tgt_tokens * (n_dec * lm_token + 2.0 * d * vocab_size)
     forward = src_tokens * n_enc * enc_token  # encoder
     forward += src_tokens * n_dec * k_v  # cross-attention K/V of the encoder output, per decoder layer
     forward += tgt_tokens * (n_dec * dec_token + 2.0 * d * vocab_size)  # decoder + output projection

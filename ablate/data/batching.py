@@ -89,7 +89,10 @@ class TokenBucketBatchSampler:
         bucket_ratio: float = 0.0,
         batch_multiple: int = 1,
         max_len: int | None = None,
+        whole_batches: bool = False,
     ) -> None:
+        """``whole_batches``: leave out a last batch shorter than the others (a language model's fixed-length
+        blocks: every batch one static shape; a shuffled epoch leaves out other blocks each time)."""
         if not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} is not in [0, world_size={world_size})")
         # +1: EOS on the source, BOS (input) / EOS (output) on the target; as long as collate pads them
@@ -100,6 +103,9 @@ class TokenBucketBatchSampler:
         self.epoch, self.position = 0, 0
         order = np.lexsort(self._keys(np.arange(len(self.s))))
         self._cuts = _boundaries(self.s[order], self.t[order], self.max_tokens, batch_multiple)
+        sizes = np.diff(self._cuts)
+        if whole_batches and len(sizes) > 1 and sizes[-1] < sizes[0]:
+            self._cuts = self._cuts[:-1]
         self._eval_order = order
 
     def _keys(self, rows: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -90,6 +90,7 @@ class TranslationDataModule(pl.LightningDataModule):
         # Training batches only: evaluation keeps its exact shapes (decoding lengths follow the source's).
         self.bucketing = self.prepared.bucketing(bucket_ratio, batch_multiple)
         self.train_sampler: TokenBucketBatchSampler | None = None
+        self.whole_batches = False  # a language model's blocks: leave out a short last batch (one static shape)
         self._pending_state: dict[str, int] | None = None
         self._consumed = 0
         self._epoch = 0
@@ -106,15 +107,16 @@ class TranslationDataModule(pl.LightningDataModule):
 
     def setup(self, stage: str | None = None) -> None:
         if stage in (None, "fit") and self.train_sampler is None:
-            shard = self.prepared.split(self.train_split)
+            src_lengths, tgt_lengths = self._lengths(self.train_split)
             rank, world = self._rank_world()
             self.train_sampler = TokenBucketBatchSampler(
-                shard.src_lengths,
-                shard.tgt_lengths,
+                src_lengths,
+                tgt_lengths,
                 self.max_tokens,
                 seed=self.seed,
                 rank=rank,
                 world_size=world,
+                whole_batches=self.whole_batches,
                 **self.bucketing,
             )
             if self._pending_state is not None:
@@ -125,17 +127,23 @@ class TranslationDataModule(pl.LightningDataModule):
         """How collate pads a training batch (the bucketing's ladder)."""
         return {"bucket_ratio": self.bucketing["bucket_ratio"], "max_len": self.bucketing["max_len"]}
 
-    def _padding(self) -> dict[str, Any]:
-        """How collate pads a training batch (the bucketing's ladder)."""
-        return {"bucket_ratio": self.bucketing["bucket_ratio"], "max_len": self.bucketing["max_len"]}
+    def _lengths(self, split: str) -> tuple[Any, Any]:
+        """(source, target) lengths of a split's rows, which the batch sampler groups."""
+        shard = self.prepared.split(split)
+        return shard.src_lengths, shard.tgt_lengths
+
+    def _rows(self, split: str, train: bool) -> tuple[Dataset, Any]:
+        """A split's rows and the function that turns a list of their indices into a batch."""
+        shard = self.prepared.split(split)
+        return _RowDataset(shard), _Collate(shard, **(self._padding() if train else {}))
 
     def _loader(self, split: str, sampler: TokenBucketBatchSampler, train: bool = False) -> DataLoader:
-        shard = self.prepared.split(split)
+        rows, collate_fn = self._rows(split, train)
         cls, extra = (_ResumableLoader, {"owner": self}) if train else (DataLoader, {})
         return cls(
-            _RowDataset(shard),
+            rows,
             batch_sampler=sampler,
-            collate_fn=_Collate(shard, **(self._padding() if train else {})),
+            collate_fn=collate_fn,
             num_workers=self.num_workers,
             persistent_workers=False,
             **extra,
@@ -149,8 +157,8 @@ class TranslationDataModule(pl.LightningDataModule):
 
     def eval_sampler(self, split: str) -> TokenBucketBatchSampler:
         """Deterministic, sorted by source length, every sentence once (on every rank)."""
-        shard = self.prepared.split(split)
-        return TokenBucketBatchSampler(shard.src_lengths, shard.tgt_lengths, self.max_tokens, shuffle=False)
+        src_lengths, tgt_lengths = self._lengths(split)
+        return TokenBucketBatchSampler(src_lengths, tgt_lengths, self.max_tokens, shuffle=False)
 
     def val_dataloader(self) -> DataLoader:
         return self._loader(self.valid_split, self.eval_sampler(self.valid_split))

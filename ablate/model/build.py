@@ -44,6 +44,7 @@ from torch import nn
 
 from ablate.config.schema import ModelConfig, enc_dec_layers
 from ablate.data.special import PAD_ID
+from ablate.model.lm import CausalLayer, LanguageModel
 from ablate.model.slots import Slot, model_slots
 from ablate.model.transformer import DecoderLayer, EncoderLayer, Transformer
 
@@ -87,12 +88,15 @@ class _PartStreams:
             return build()
 
 
-def build_model(m: ModelConfig, vocab_size: int, pad_id: int = PAD_ID) -> Transformer:
-    """Build the encoder-decoder Transformer a ``model`` section describes (see the module docstring)."""
+def build_model(m: ModelConfig, vocab_size: int, pad_id: int = PAD_ID) -> Transformer | LanguageModel:
+    """Build the model a ``model`` section describes (see the module docstring): the encoder-decoder
+    Transformer, or with ``arch: decoder`` the decoder-only language model, from the same slots."""
     if not isinstance(m, ModelConfig):
         raise TypeError(f"build_model takes a ModelConfig (model_section(cfg.model)), got {type(m).__name__}")
     if vocab_size <= pad_id or vocab_size < 2:
         raise ValueError(f"vocab_size={vocab_size} must exceed pad_id={pad_id}; check the prepared vocabulary")
+    if m.arch == "decoder":
+        return _language_model(m, vocab_size, pad_id)
     slots = model_slots(m)
     n_enc, n_dec = enc_dec_layers(m)
     norm, attn, ffn = slots["norm"], slots["attention"], slots["ffn"]
@@ -124,6 +128,40 @@ def build_model(m: ModelConfig, vocab_size: int, pad_id: int = PAD_ID) -> Transf
         # pre-norm-like placements leave each stack's output unnormalized: they ask for a final norm
         encoder_norm=rng.part("encoder_norm", norm.build) if enc_res.cls.final_norm else None,
         decoder_norm=rng.part("decoder_norm", norm.build) if dec_res.cls.final_norm else None,
+        d_model=m.d_model,
+        dropout=m.dropout,
+        scale_embeddings=m.scale_embeddings,
+        pad_id=pad_id,
+    )
+
+
+def _language_model(m: ModelConfig, vocab_size: int, pad_id: int) -> LanguageModel:
+    """One causal stack of n_layers (self-attention + FFN), its parts drawn from the same streams as the
+    translator's decoder (``decoder.<i>.self_attn``, ...), so the two architectures share what they can."""
+    slots = model_slots(m)
+    norm, attn, ffn, res = slots["norm"], slots["attention"], slots["ffn"], slots["dec_residual"]
+    rng = _PartStreams()
+
+    def layer(i: int) -> CausalLayer:
+        wrappers = lambda: [res.build(norms=[norm.build() for _ in range(res.cls.norms_per_sublayer)]) for _ in (0, 1)]  # noqa: E731
+        parts = (f"decoder.{i}.{p}" for p in ("self_attn", "ffn", "residuals"))
+        return CausalLayer(*[rng.part(n, b) for n, b in zip(parts, (attn.build, ffn.build, wrappers))])
+
+    def embeddings() -> tuple[nn.Embedding, nn.Linear | None]:
+        embed = _embedding(vocab_size, m.d_model, pad_id)
+        if m.tie_embeddings:
+            return embed, None
+        out = nn.Linear(m.d_model, vocab_size, bias=False)
+        nn.init.normal_(out.weight, mean=0.0, std=m.d_model**-0.5)
+        return embed, out
+
+    embed, out_proj = rng.part("embeddings", embeddings)
+    return LanguageModel(
+        embed=embed,
+        out_proj=out_proj,
+        positional=rng.part("tgt_positional", slots["tgt_positional"].build),
+        layers=[layer(i) for i in range(m.n_layers)],
+        norm=rng.part("decoder_norm", norm.build) if res.cls.final_norm else None,
         d_model=m.d_model,
         dropout=m.dropout,
         scale_embeddings=m.scale_embeddings,

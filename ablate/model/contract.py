@@ -18,6 +18,9 @@ slot set to the variant, and raises :class:`ContractError` (one line) when the v
   tied and untied, with unequal depths and d_k != d_v
 - ``long_input``: a sequence longer than ``max_positions``: served when the positional encoding declares
   ``extrapolates``, and said what happens otherwise (such a model is refused longer data before training)
+- ``lm_causal``, ``lm_gradients``, ``lm_params``, ``lm_long_input``: the same variant in the decoder-only
+  language model (``model.arch: decoder``): causality, gradients, the closed-form count (tied and untied,
+  the output tied to the embedding), 24 positions past ``max_positions=16``
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from ablate.config import model_section
 from ablate.config.size import count_parameters
 from ablate.errors import ContractError
 from ablate.model.build import build_model
+from ablate.model.lm import LanguageModel
 from ablate.model.slots import SLOT_REGISTRIES
 from ablate.model.transformer import Transformer
 
@@ -133,7 +137,8 @@ def check_gradients(cfg: dict[str, Any]) -> None:
 
 def _zero_gradients(model: torch.nn.Module) -> list[str]:
     """Names of the parameters one loss's backward leaves without a non-zero gradient."""
-    logits = model(_tokens(3, 6, 1), _tokens(3, 5, 2))
+    lm = isinstance(model, LanguageModel)
+    logits = model(_tokens(3, 5, 2)) if lm else model(_tokens(3, 6, 1), _tokens(3, 5, 2))
     F.cross_entropy(logits.reshape(-1, VOCAB), _tokens(3, 5, 3).reshape(-1)).backward()
     for name, p in model.named_parameters():
         _require(p.grad is not None, f"parameter {name} got no gradient")
@@ -192,9 +197,10 @@ def check_long_input(cfg: dict[str, Any]) -> str:
     fixed = sorted(
         {type(m).__name__ for m in model.modules() if isinstance(m, PositionalEncoding) and not m.extrapolates}
     )
+    args = (_tokens(2, 24, 1),) if isinstance(model, LanguageModel) else (_tokens(2, 24, 0), _tokens(2, 24, 1))
     try:
         with torch.no_grad():
-            out = model(_tokens(2, 24, 0), _tokens(2, 24, 1))
+            out = model(*args)
     except Exception as exc:  # noqa: BLE001 - what the variant raises is what is reported
         _require(bool(fixed), f"declares extrapolates=True but fails past max_positions: {type(exc).__name__}: {exc}")
         return f"refuses 24 positions past max_positions=16 ({', '.join(fixed)}: checked before training)"
@@ -202,6 +208,45 @@ def check_long_input(cfg: dict[str, Any]) -> str:
     return "serves 24 positions past max_positions=16" + (
         f" (though {', '.join(fixed)} declares it cannot)" if fixed else ""
     )
+
+
+# -- the same variant in the decoder-only language model (model.arch: decoder) --------------------------
+def _lm(cfg: dict[str, Any]) -> dict[str, Any]:
+    return {**cfg, "arch": "decoder"}
+
+
+def check_lm_causal(cfg: dict[str, Any]) -> None:
+    """As a language model: changing a token changes no earlier prediction, and does change later ones."""
+    model = _model(_lm(cfg)).eval()
+    tokens = _tokens(2, 8, 2)
+    changed = tokens.clone()
+    changed[:, 5] = (changed[:, 5] + 1 - 4) % (VOCAB - 4) + 4
+    with torch.no_grad():
+        a, b = model(tokens), model(changed)
+    _require(a.shape == (2, 8, VOCAB), f"the language model gave {tuple(a.shape)}, not [B, T, V]")
+    _close(a[:, :5], b[:, :5], "language model: changing position 5 changed predictions at positions 0-4")
+    _require(not torch.allclose(a[:, 5:], b[:, 5:], atol=1e-4), "language model: a token changed no later prediction")
+
+
+def check_lm_gradients(cfg: dict[str, Any]) -> None:
+    check_gradients(_lm(cfg))
+
+
+def check_lm_params(cfg: dict[str, Any]) -> None:
+    """The closed form counts the language model as built, tied and untied; tied, the output projection
+    is the embedding matrix itself."""
+    for extra in ({}, {"tie_embeddings": False}):
+        section = model_section({**_lm(cfg), **extra})
+        model = build_model(section, vocab_size=VOCAB)
+        counted, closed = sum(p.numel() for p in model.parameters()), count_parameters(section, vocab_size=VOCAB)
+        _require(closed == counted, f"language model: closed-form count {closed} != {counted} built (with {extra})")
+        tied = model.output_weight is model.embed.weight
+        _require(tied == section.tie_embeddings, f"language model: output tied to the embedding is {tied} ({extra})")
+
+
+def check_lm_long_input(cfg: dict[str, Any]) -> str:
+    """As a language model, 2x and 4x ``max_positions``: served by an encoding that extrapolates."""
+    return check_long_input(_lm(cfg))
 
 
 CHECKS: dict[str, Callable[[dict[str, Any]], Any]] = {
@@ -214,6 +259,10 @@ CHECKS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "cached_decoding": check_cached_decoding,
     "params": check_params,
     "long_input": check_long_input,
+    "lm_causal": check_lm_causal,
+    "lm_gradients": check_lm_gradients,
+    "lm_params": check_lm_params,
+    "lm_long_input": check_lm_long_input,
 }
 
 

@@ -95,8 +95,11 @@ class SandwichNorm(Residual):
 
 
 def deepnet_constants(n_enc_layers: int, n_dec_layers: int, stack: str) -> tuple[float, float]:
-    """(alpha, beta) of DeepNet for an N-layer encoder and M-layer decoder (Wang et al. 2022, table 1)."""
+    """(alpha, beta) of DeepNet for an N-layer encoder and M-layer decoder (Wang et al. 2022, table 1);
+    ``stack`` "lm": the one stack of a decoder-only model, M layers."""
     n, m = n_enc_layers, n_dec_layers
+    if stack == "lm":
+        return (2 * m) ** (1 / 4), (8 * m) ** (-1 / 4)
     if stack == "encoder":
         return 0.81 * (n**4 * m) ** (1 / 16), 0.87 * (n**4 * m) ** (-1 / 16)
     return (3 * m) ** (1 / 4), (12 * m) ** (-1 / 4)

@@ -107,6 +107,18 @@ def _with_bias(allowed: Tensor | None, bias: Tensor | None) -> Tensor | None:
     return torch.where(allowed, bias, float("-inf"))  # broadcasts to [B, H, Tq, Tk]
 
 
+def causal_mask(positional: nn.Module, t: int, offset: int, device: torch.device) -> tuple[Tensor | None, bool]:
+    """(mask, is_causal) of causal self-attention for queries at offset.. over keys 0..offset+t-1, with the
+    positional encoding's bias (ALiBi, T5) merged in; the decoder's and a language model's."""
+    bias = positional.attn_bias(t, offset + t, offset)
+    if t == 1:  # a single new query may see every cached key
+        return bias, False
+    if offset == 0 and bias is None:  # let the kernel apply the causal mask itself
+        return None, True
+    allowed = torch.ones(t, offset + t, dtype=torch.bool, device=device).tril(diagonal=offset)
+    return _with_bias(allowed, bias), False
+
+
 class Transformer(nn.Module):
     """Encoder-decoder Transformer for translation over a shared source-target vocabulary."""
 
@@ -169,14 +181,7 @@ class Transformer(nn.Module):
         return DecoderCache(self_attn=[{} for _ in range(n)], cross_attn=[{} for _ in range(n)])
 
     def _self_mask(self, t: int, offset: int, device: torch.device) -> tuple[Tensor | None, bool]:
-        """Causal self-attention mask for queries at offset.. over keys 0..offset+t-1."""
-        bias = self.tgt_positional.attn_bias(t, offset + t, offset)
-        if t == 1:  # a single new query may see every cached key
-            return bias, False
-        if offset == 0 and bias is None:  # let the kernel apply the causal mask itself
-            return None, True
-        allowed = torch.ones(t, offset + t, dtype=torch.bool, device=device).tril(diagonal=offset)
-        return _with_bias(allowed, bias), False
+        return causal_mask(self.tgt_positional, t, offset, device)
 
     def decode(self, tgt: Tensor, memory: Tensor, src_pad: Tensor, cache: DecoderCache | None = None) -> Tensor:
         """Target tokens -> logits [B, T, V].

@@ -13,11 +13,13 @@ written at the final step: the same weights) it is ``last``.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from omegaconf import DictConfig
 
 from ablate.eval.evaluate import evaluate_split, split_nll, write_outputs
+from ablate.eval.lm_eval import lm_nll, lm_scores
 from ablate.eval.nll import SplitNLL
 from ablate.eval.settings import DecodeSettings
 from ablate.rundir import RunDir
@@ -27,11 +29,12 @@ from ablate.train.system import checkpoint_step, read_checkpoint
 
 
 def choose_final_weights(
-    system: Any, rd: RunDir, dev_shard: Any, max_tokens: int, step: int
+    system: Any, rd: RunDir, dev_nll: Callable[[Any], SplitNLL], step: int
 ) -> tuple[str, int, SplitNLL]:
-    """Load the final model into ``system`` (see the module docstring): ("best" | "last", its step, its dev NLL)."""
+    """Load the final model into ``system`` (see the module docstring): ("best" | "last", its step, its dev NLL);
+    ``dev_nll(model)`` measures a candidate (the translator's dev sentences, a language model's dev blocks)."""
     device = system.device
-    last_nll = split_nll(system.model, dev_shard, max_tokens, device)
+    last_nll = dev_nll(system.model)
     if not rd.best_ckpt.is_file():
         return "last", step, last_nll
     best_step = checkpoint_step(rd.best_ckpt)
@@ -39,7 +42,7 @@ def choose_final_weights(
         return "last", step, last_nll
     last_state = {k: v.detach().clone() for k, v in system.state_dict().items()}
     system.load_state_dict(read_checkpoint(rd.best_ckpt, map_location=device)["state_dict"])
-    best_nll = split_nll(system.model, dev_shard, max_tokens, device)
+    best_nll = dev_nll(system.model)
     if best_nll.nll < last_nll.nll:
         return "best", best_step, best_nll
     system.load_state_dict(last_state)
@@ -85,9 +88,17 @@ def final_metrics(
     step = int(trainer.global_step)
     if step == 0 and rd.last_ckpt.is_file():  # ddp_spawn: training ran in child processes, their state is in files
         step = checkpoint_step(rd.last_ckpt)
-    max_tokens, valid = int(cfg.data.max_tokens), cfg.data.valid_split
-    used, used_step, dev_nll = choose_final_weights(system, rd, prepared.split(valid), max_tokens, step)
-    metrics = _score_splits(cfg, system, prepared, rd, dev_nll)
+    max_tokens, valid = int(cfg.data.max_tokens), str(cfg.data.valid_split)
+    if cfg.model.arch == "decoder":  # a language model: its dev blocks; no decoding, no BLEU
+        block = int(cfg.data.block_size)
+        measure = lambda model: lm_nll(model, prepared.split(valid), block, max_tokens, valid)  # noqa: E731
+        used, used_step, _ = choose_final_weights(system, rd, measure, step)
+        splits = [("val", valid)] + ([("test", str(cfg.data.test_split))] if cfg.eval.test else [])
+        metrics = lm_scores(system.model, prepared, splits, cfg)
+    else:
+        measure = lambda model: split_nll(model, prepared.split(valid), max_tokens, system.device)  # noqa: E731
+        used, used_step, dev_nll = choose_final_weights(system, rd, measure, step)
+        metrics = _score_splits(cfg, system, prepared, rd, dev_nll)
     tokens_per_sec = monitor.tokens_per_sec or float(rd.read_progress().get("tokens_per_sec") or 0.0)
     metrics.update(
         {
@@ -98,7 +109,7 @@ def final_metrics(
             **_timing(timing or {}, monitor.train_seconds, time.monotonic() - t_eval),
             "step": step,
             "epoch": passes_completed(trainer),  # whole passes over the training data (budget_epochs: the fraction)
-            **_budget(budget),
+            **(_budget(budget) if cfg.model.arch != "decoder" else {"budget": "train.max_steps"}),
             "checkpoint": used,
             "checkpoint_step": used_step,
             "wandb_run_id": run_id if wandb_mode(cfg.logging.wandb) != "disabled" else None,

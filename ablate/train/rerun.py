@@ -49,8 +49,14 @@ def evaluate_run(
         raise RunDirError(f"split {split!r} is not in the run's data (has: {', '.join(prepared.splits)})")
     device = "cuda" if device_kind(cfg.trainer.accelerator) == "gpu" else "cpu"
     model = load_system(path, map_location=device).model
-    settings = DecodeSettings.from_config(cfg.eval, beam_size=beam_size)
     prefix = {cfg.data.valid_split: "val", cfg.data.test_split: "test"}.get(split, split)
+    if cfg.model.arch == "decoder":  # a language model: perplexity at each eval length, nothing to decode
+        from ablate.eval.lm_eval import lm_scores
+
+        scores = {**lm_scores(model, prepared, [(prefix, split)], cfg), "checkpoint": str(path), "split": split}
+        scores["checkpoint_step"] = checkpoint_step(path)
+        return _report(rd, eval_name(split, checkpoint, None), scores, [], print_results)
+    settings = DecodeSettings.from_config(cfg.eval, beam_size=beam_size)
     result = evaluate_split(
         model,
         prepared,
@@ -68,8 +74,12 @@ def evaluate_run(
         "split": split,
         "beam_size": settings.beam_size,
     }
-    written = write_eval(rd, eval_name(split, checkpoint, beam_size), metrics, result.hypotheses)
-    if print_results:
+    return _report(rd, eval_name(split, checkpoint, beam_size), metrics, result.hypotheses, print_results)
+
+
+def _report(rd: RunDir, name: str, metrics: dict[str, Any], hypotheses: list[str], show: bool) -> dict[str, Any]:
+    written = write_eval(rd, name, metrics, hypotheses)
+    if show:
         for key, value in metrics.items():
             print(f"{key:<24} {value:.4f}" if isinstance(value, float) else f"{key:<24} {value}")
         print(f"written: {written[0]} and {written[1].name}")

@@ -145,7 +145,7 @@ def train(
     from ablate.train.fast import fast_path
     from ablate.train.final import final_metrics
     from ablate.train.host import keep_freed_memory
-    from ablate.train.lengths import check_positions
+    from ablate.train.lengths import check_blocks, check_positions
     from ablate.train.split import settle_split
     from ablate.train.system import TranslationSystem
     from ablate.train.trainer import build_trainer
@@ -154,6 +154,7 @@ def train(
     timing: dict[str, float | None] = {"startup_s": _startup_seconds()}
     keep_freed_memory()
     settle_split(cfg, output_dir, resume, _say)  # train.global_tokens: this machine's batches, before the run dir
+    check_blocks(cfg)  # a language model: a split too short for one block is one line, before the run directory
     rd, resume_step, resume_from = open_run_dir(cfg, output_dir, resume)
     prepared, budget = _prepare(cfg)
     timing["data_s"] = time.monotonic() - t0
@@ -231,6 +232,10 @@ def _datamodule(cfg: DictConfig, prepared: Any) -> Any:
     from ablate.data.datamodule import TranslationDataModule
 
     data = cfg.data
+    if cfg.model.arch == "decoder":  # the target side as fixed-length blocks (ablate/data/lm_blocks.py)
+        from ablate.data.lm_datamodule import LanguageModelDataModule
+
+        return LanguageModelDataModule.for_config(cfg, prepared)
     return TranslationDataModule(
         prepared.dir,
         data.max_tokens,
@@ -281,7 +286,7 @@ def result_lines(metrics: dict[str, Any]) -> list[str]:
         lines.append(line)
     rd = RunDir(shown)
     lines.append(f"  checkpoints {rd.checkpoints}/ (best.ckpt, last.ckpt); metrics {rd.metrics_file}, {rd.metrics_csv}")
-    lines.append(f"  next: ablate eval {shown} --split test")
+    lines.append(f"  next: ablate eval {shown} --split test")  # a language model's too: perplexity per length
     return lines
 
 

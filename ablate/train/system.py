@@ -71,8 +71,9 @@ class TranslationSystem(pl.LightningModule):
         self.train_tokens = 0  # target tokens seen by this rank since the start (or resume) of fit
 
     # -- training ------------------------------------------------------------------------------------
-    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        return self.model(src, tgt_in)
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        """(source, target inputs) of the translator, (tokens,) of a language model -> logits."""
+        return self.model(*inputs)
 
     def _real_positions(
         self, batch: dict[str, torch.Tensor], training: bool = True
@@ -81,7 +82,9 @@ class TranslationSystem(pl.LightningModule):
         positions never pay the V-way projection and softmax."""
         target = batch["tgt_out"]
         real = target != self.model.pad_id
-        hidden = self._features_for(training)(batch["src"], batch["tgt_in"])
+        # a language model's batches have no source
+        inputs = (batch["src"], batch["tgt_in"]) if "src" in batch else (batch["tgt_in"],)
+        hidden = self._features_for(training)(*inputs)
         return hidden[real], target[real]
 
     def _features_for(self, training: bool) -> Any:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ablate.cli import main
+from ablate.model.contract import CHECKS
 from ablate.model.slots import SLOT_REGISTRIES
 
 GOOD = '''
@@ -77,9 +78,10 @@ def test_a_good_plugin_passes_every_check(tmp_path: Path, capsys: pytest.Capture
     rc = main(["check-variants", str(_plugin(tmp_path, "good_plugin", GOOD))])
     out = capsys.readouterr().out.splitlines()
     assert rc == 0, "\n".join(out)
-    assert sum(line.startswith("PASS  attention=kv2") for line in out) == 9
-    assert sum(line.startswith("PASS  norm=unitnorm") for line in out) == 9
-    assert out[-1] == "18 checks on 2 variant(s): all passed"
+    n = len(CHECKS)  # the translator's checks and the same in the language model
+    assert sum(line.startswith("PASS  attention=kv2") for line in out) == n == 13
+    assert sum(line.startswith("PASS  norm=unitnorm") for line in out) == n
+    assert out[-1] == f"{2 * n} checks on 2 variant(s): all passed"
     long_input = next(line for line in out if "attention=kv2" in line and "long_input" in line)
     assert "serves 24 positions past max_positions=16" in long_input  # sinusoids extrapolate
 

@@ -27,12 +27,17 @@ SCRIPT = textwrap.dedent(
 )
 
 
+LM = ["model.arch=decoder", "model.max_positions=32", "data.block_size=16"]  # a language model's trial
+
+
 @pytest.mark.integration
-def test_two_process_gloo_ddp_trains_and_evaluates(tmp_path):
+@pytest.mark.parametrize("arch", [[], LM], ids=["translator", "language-model"])
+def test_two_process_gloo_ddp_trains_and_evaluates(tmp_path, arch):
     script = tmp_path / "ddp_train.py"
     script.write_text(SCRIPT)
     overrides = [
         *TINY_RUN,
+        *arch,
         "train.max_steps=6",
         "trainer.accelerator=cpu",
         "trainer.devices=2",

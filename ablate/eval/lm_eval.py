@@ -1,0 +1,78 @@
+"""A language model's final numbers: dev and test perplexity per token at each context length, and bits per
+character.
+
+- At each length l of ``eval.lengths`` (default: the training block, L) the split's token stream is cut
+  into non-overlapping blocks of l (ablate/data/lm_blocks.py) and every token in them is predicted once
+  with up to l - 1 tokens of context: ``val/ppl@l`` (Press et al. 2022 evaluate ALiBi at L, 2L, ... the
+  same way). ``val/nll`` and ``val/ppl`` are those at L, the figures the table and the seeds compare.
+- A length the model cannot reach (a positional encoding with a fixed table, as ``learned``, past
+  ``model.max_positions``) is not evaluated: its metric is None and ``reach@l`` says why, so the table
+  reports it and nothing crashes.
+- ``val/bpc``: bits per character at L, comparable across vocabularies: the NLL per token in bits times
+  the split's tokens per character (the raw target text's characters, a line break counted for each EOS).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import torch
+
+from ablate.data.lm_blocks import Blocks, split_blocks, token_stream
+from ablate.eval.nll import SplitNLL, corpus_nll
+
+
+def lm_batches(blocks: Blocks, max_tokens: int) -> Iterator[dict[str, torch.Tensor]]:
+    """The blocks in order, ``max_tokens // length`` (at least one) a batch."""
+    per_batch = max(1, int(max_tokens) // blocks.length)
+    for start in range(0, len(blocks), per_batch):
+        rows = torch.from_numpy(blocks.rows[start : start + per_batch])
+        index = torch.arange(start, start + len(rows))
+        yield {"tgt_in": rows[:, :-1], "tgt_out": rows[:, 1:], "index": index}
+
+
+def lm_nll(model: Any, shard: Any, length: int, max_tokens: int, split: str, device: Any = None) -> SplitNLL:
+    """Corpus NLL of a split's stream at context ``length`` (the per-"sentence" values are per block)."""
+    blocks = split_blocks(shard, length, split)
+    return corpus_nll(model, lm_batches(blocks, max_tokens), len(blocks), device)
+
+
+def unreachable(model: Any, length: int, max_positions: int) -> str | None:
+    """Why ``model`` cannot be evaluated at ``length`` (an encoding that cannot go past ``max_positions``)."""
+    from ablate.model.positional import PositionalEncoding
+
+    modules = model.modules()
+    fixed = sorted({type(m).__name__ for m in modules if isinstance(m, PositionalEncoding) and not m.extrapolates})
+    if fixed and length > int(max_positions):
+        return f"cannot reach {length} positions: {', '.join(fixed)} stops at model.max_positions={max_positions}"
+    return None
+
+
+def tokens_per_char(prepared: Any, split: str) -> float:
+    """The split's target stream tokens per raw character (a line break per EOS)."""
+    chars = sum(len(line) + 1 for line in prepared.raw(split, "tgt"))
+    return len(token_stream(prepared.split(split))) / max(chars, 1)
+
+
+def lm_scores(model: Any, prepared: Any, splits: Sequence[tuple[str, str]], cfg: Any) -> dict[str, Any]:
+    """``{prefix}/nll``, ``/ppl``, ``/bpc`` at the training block and ``/ppl@l`` at each of ``eval.lengths``,
+    for each (prefix, split)."""
+    block, max_tokens = int(cfg.data.block_size), int(cfg.data.max_tokens)
+    lengths, max_positions = list(cfg.eval.lengths or [block]), int(cfg.model.max_positions)
+    out: dict[str, Any] = {}
+    device = next(model.parameters()).device
+    for prefix, split in splits:
+        shard = prepared.split(split)
+        for length in sorted({int(block), *map(int, lengths)}):
+            why = unreachable(model, length, max_positions)
+            if why is not None:
+                out[f"{prefix}/ppl@{length}"], out[f"{prefix}/reach@{length}"] = None, why
+                continue
+            nll = lm_nll(model, shard, length, max_tokens, split, device)
+            out[f"{prefix}/ppl@{length}"] = nll.ppl
+            if length == int(block):
+                out[f"{prefix}/nll"], out[f"{prefix}/ppl"] = nll.nll, nll.ppl
+                out[f"{prefix}/bpc"] = nll.nll / math.log(2) * tokens_per_char(prepared, split)
+    return out

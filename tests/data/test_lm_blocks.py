@@ -1,0 +1,60 @@
+"""A language model's data: the target side as one stream, documents separated by EOS, cut into blocks with
+every token predicted once; batches of one static shape through the translator's batch sampler."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from ablate.data.errors import DataError
+from ablate.data.lm_blocks import blocks, token_stream
+from ablate.data.special import EOS_ID
+
+
+def _shard(sentences: list[list[int]]) -> SimpleNamespace:
+    ids = np.asarray([t for s in sentences for t in s], np.uint16)
+    return SimpleNamespace(tgt_ids=ids, tgt_off=np.cumsum([0] + [len(s) for s in sentences]))
+
+
+def test_documents_are_separated_by_eos_in_file_order() -> None:
+    stream = token_stream(_shard([[5, 6], [7], [8, 9, 10]]))
+    assert stream.tolist() == [5, 6, EOS_ID, 7, EOS_ID, 8, 9, 10, EOS_ID]
+
+
+@pytest.mark.parametrize("length", [1, 2, 3, 7, 8])
+def test_no_token_is_lost_or_repeated(length: int) -> None:
+    """Every target is the next token of its input; together the targets are the stream after its first
+    token, each once, up to the left-out tail."""
+    rng = np.random.default_rng(length)
+    stream = rng.integers(4, 50, size=37).astype(np.int64)
+    b = blocks(stream, length)
+    inputs, targets = b.rows[:, :-1], b.rows[:, 1:]
+    assert b.rows.shape == (len(b), length + 1)
+    assert np.array_equal(targets.reshape(-1), stream[1 : 1 + b.targets])
+    assert np.array_equal(inputs.reshape(-1), stream[: b.targets])
+    assert b.targets + b.left_out == len(stream) - 1 and b.left_out < length
+
+
+def test_a_block_longer_than_the_split_is_one_line() -> None:
+    with pytest.raises(DataError, match="data split 'valid': 9 tokens cannot hold one block of 64") as exc:
+        blocks(np.arange(9), 64, "data split 'valid'")
+    assert "\n" not in str(exc.value)
+    with pytest.raises(DataError, match="0 tokens cannot hold"):
+        blocks(np.zeros(0, np.int64), 4)
+
+
+def test_the_data_module_gives_fixed_shape_batches_of_the_stream(data_cfg, tmp_path) -> None:
+    from ablate.data.lm_datamodule import LanguageModelDataModule
+    from ablate.data.prepare import prepare_data
+
+    prepared = prepare_data(data_cfg())
+    dm = LanguageModelDataModule(prepared.dir, block_size=16, max_tokens=64, seed=1)
+    batches = list(dm.train_dataloader())
+    assert {tuple(b["tgt_in"].shape) for b in batches} == {(4, 16)}
+    assert all(bool((b["tgt_in"][:, 1:] == b["tgt_out"][:, :-1]).all()) for b in batches)
+    seen = [i for b in batches for i in b["index"].tolist()]
+    assert len(set(seen)) == len(seen) > len(dm.blocks("train")) - 4  # one epoch: each block once, less a short batch
+    stream = token_stream(prepared.split("train"))
+    assert int((stream == EOS_ID).sum()) == len(prepared.split("train"))  # one EOS per document

@@ -1,0 +1,76 @@
+"""A language model trial through the translator's training loop (model.arch: decoder): next-token loss,
+dev and test perplexity per token at several context lengths, bits per character, no BLEU."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from ablate.cli import main
+
+from .conftest import MINI, TINY_RUN
+
+LM_RUN = [*TINY_RUN, "model.arch=decoder", "model.max_positions=32", "data.block_size=16", "eval.lengths=[16,32,64]"]
+
+
+def test_a_language_model_trains_and_reports_perplexity_at_each_length(tmp_path: Path) -> None:
+    out = tmp_path / "lm"
+    assert main(["train", str(MINI), *LM_RUN, "train.max_steps=4", "--output", str(out)]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    for prefix in ("val", "test"):
+        assert (
+            metrics[f"{prefix}/ppl"] == metrics[f"{prefix}/ppl@16"] == pytest.approx(math.exp(metrics[f"{prefix}/nll"]))
+        )
+        assert all(math.isfinite(metrics[f"{prefix}/ppl@{n}"]) for n in (16, 32, 64))  # sinusoids go past 32
+        assert 0 < metrics[f"{prefix}/bpc"] < metrics[f"{prefix}/nll"] / math.log(2)  # more than one character a token
+    assert not any("bleu" in key for key in metrics)
+
+
+def test_every_positional_variant_is_evaluated_at_2l_and_4l_or_said_out_of_reach() -> None:
+    """Each positional encoding, as a language model at L = 16 with max_positions 16: the ones that
+    extrapolate give a finite perplexity at 2L and 4L; learned positions report that they cannot reach."""
+    import torch
+
+    from ablate.config import load_config, model_section
+    from ablate.data.prepare import prepare_data
+    from ablate.eval.lm_eval import lm_scores
+    from ablate.model.build import build_model
+    from ablate.model.positional import POSITIONAL
+
+    for name in POSITIONAL.names():
+        cfg = load_config(
+            MINI, [*LM_RUN, "model.max_positions=16", "eval.lengths=[16,32,64]", f"model.positional={name}"]
+        )
+        prepared = prepare_data(cfg.data)
+        torch.manual_seed(0)
+        model = build_model(model_section(cfg.model), prepared.vocab_size).eval()
+        scores = lm_scores(model, prepared, [("val", "valid")], cfg)
+        for n in (32, 64):
+            if name == "learned":
+                assert scores[f"val/ppl@{n}"] is None and "cannot reach" in scores[f"val/reach@{n}"]
+            else:
+                assert math.isfinite(scores[f"val/ppl@{n}"]), (name, n)
+
+
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (["model.max_positions=100000", "data.block_size=100000"], "cannot hold one block of 100000 (+1) tokens"),
+        (["data.corpus=textfiles", *(f"data.args.{s}=empty" for s in ("train", "valid", "test"))], "train is empty"),
+    ],
+    ids=["block-longer-than-the-corpus", "empty-text-file"],
+)
+def test_a_corpus_that_cannot_fill_a_block_is_one_line_and_nothing_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], overrides: list[str], message: str
+) -> None:
+    for side in ("en", "de"):
+        (tmp_path / f"empty.{side}").write_text("")
+    out = tmp_path / "run"
+    base = [o for o in LM_RUN if not o.startswith("data.args.")] if "data.corpus=textfiles" in overrides else LM_RUN
+    code = main(["train", str(MINI), *base, f"data.root={tmp_path}", *overrides, "--output", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and message in err[-1] and err[-1].startswith("error:")
+    assert not out.exists()
