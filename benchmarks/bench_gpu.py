@@ -1,5 +1,6 @@
 """GPU training throughput of the paper's base and big models, at the paper's per-GPU batch and at its whole
-batch on one GPU, eager, compiled and as CUDA graphs.
+batch on one GPU, eager, compiled and as CUDA graphs; and of a GPT-2-small-shaped language model
+(``experiments/gpt2-small.yaml``, ``model.arch: decoder``: 124M parameters, 1,024-token blocks).
 
 On one CUDA device: ``experiments/base.yaml`` and ``experiments/big.yaml`` at 6,250 tokens a side a step
 (the paper's 25,000 over 4 GPUs) and at 25,000 (the whole batch on one GPU, as ``sweeps/table3.yaml``'s
@@ -47,12 +48,19 @@ def peak_of(name: str) -> tuple[str, float | None]:
     return name, None
 
 
-def batches(n: int, vocab: int, device, seed: int = 0, tokens: int | None = None) -> list[dict]:
+def batches(n: int, vocab: int, device, seed: int = 0, tokens: int | None = None, block: int = 0) -> list[dict]:
     """``n`` batches of about ``tokens`` tokens a side (default TOKENS_PER_SIDE) at BUCKET_LENS lengths,
-    rows a multiple of 8: every shape recurs, as under bucketing."""
+    rows a multiple of 8: every shape recurs, as under bucketing. ``block``: a language model's, whole
+    blocks of that many tokens and no source (one static shape)."""
     import torch
 
     g = torch.Generator().manual_seed(seed)
+    if block:
+        rows = max(1, (tokens or TOKENS_PER_SIDE) // block)
+        return [
+            {k: torch.randint(4, vocab, (rows, block), generator=g).to(device) for k in ("tgt_in", "tgt_out")}
+            for _ in range(n)
+        ]
     out = []
     for _ in range(n):
         t = BUCKET_LENS[int(torch.randint(len(BUCKET_LENS), (1,), generator=g))]
@@ -68,7 +76,7 @@ def train_step(system, opt, batch: dict) -> None:
 
     from ablate.train.losses import linear_label_smoothed_loss
 
-    cuda = batch["src"].is_cuda
+    cuda = batch["tgt_out"].is_cuda
     with torch.autocast("cuda" if cuda else "cpu", dtype=torch.bfloat16, enabled=cuda):
         hidden, target = system._real_positions(batch)
         loss = linear_label_smoothed_loss(hidden, system.model.output_weight, target, 0.1) / target.numel()
@@ -103,12 +111,13 @@ def measure(experiment: str, mode: str, tokens: int, args: argparse.Namespace, d
 
     cuda = device.type == "cuda"
     cfg, system, opt = build(experiment, mode, args.vocab, device, args.experiment_overrides)
+    block = int(cfg.data.block_size) if cfg.model.arch == "decoder" else 0
     kernel = check_attention(cfg.model, device, "bf16-mixed")
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     times, done, started, warmup_s = [], 0, time.perf_counter(), 0.0
-    for i, batch in enumerate(batches(args.steps + args.warmup, args.vocab, device, tokens=tokens)):
+    for i, batch in enumerate(batches(args.steps + args.warmup, args.vocab, device, tokens=tokens, block=block)):
         sync()
         t0 = time.perf_counter()
         train_step(system, opt, batch)
@@ -121,7 +130,7 @@ def measure(experiment: str, mode: str, tokens: int, args: argparse.Namespace, d
     step = statistics.median(times)
     side = done / len(times)
     model = model_section(cfg.model)
-    flops = train_flops(model, args.vocab, side, side)
+    flops = train_flops(model, args.vocab, 0 if block else side, side, tgt_len=block or None)
     name, peak = peak_of(torch.cuda.get_device_name() if cuda else "cpu")
     params = count_parameters(model, args.vocab)
     return {
@@ -137,19 +146,23 @@ def measure(experiment: str, mode: str, tokens: int, args: argparse.Namespace, d
         "train_flops_per_step": flops,
         "mfu": flops / step / peak if peak else None,
         "peak_memory_gib": torch.cuda.max_memory_allocated() / GIB if cuda else None,
-        "memory_model_gib": peak_bytes(model, args.vocab, params, tokens) / GIB,
+        "memory_model_gib": None if block else peak_bytes(model, args.vocab, params, tokens) / GIB,  # the translator's
         "attention_kernel": kernel,
         "dry_run_predicted_step_s": step_seconds(flops, DEFAULT_COST["gpu"]),
     }
+
+
+def _g(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1f}"
 
 
 def line(r: dict) -> str:
     mfu = f"{r['mfu']:.1%}" if r["mfu"] is not None else "n/a"
     memory = f"{r['peak_memory_gib']:.1f}" if r["peak_memory_gib"] is not None else "n/a"
     return (
-        f"{r['model']:<4} {r['tokens_per_side']:>6,} {r['mode']:<8} {r['tgt_tokens_per_s']:>10,.0f} tgt tok/s  "
+        f"{r['model']:<10} {r['tokens_per_side']:>6,} {r['mode']:<8} {r['tgt_tokens_per_s']:>10,.0f} tgt tok/s  "
         f"step {r['step_s_median'] * 1e3:.1f} ms  MFU {mfu} of {r['chip']}  peak mem {memory} GiB "
-        f"(model {r['memory_model_gib']:.1f})  dry run predicts {r['dry_run_predicted_step_s'] * 1e3:.1f} ms  "
+        f"(model {_g(r['memory_model_gib'])})  dry run predicts {r['dry_run_predicted_step_s'] * 1e3:.1f} ms  "
         f"warm-up {r['warmup_s']:.0f} s"
     )
 
@@ -161,7 +174,7 @@ def main() -> int:
     p.add_argument("--vocab", type=int, default=37000)
     p.add_argument("--tokens", type=int, nargs="+", default=[25000, 6250], help="tokens a side a step")
     p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
-    p.add_argument("--models", nargs="+", default=["base.yaml", "big.yaml"])
+    p.add_argument("--models", nargs="+", default=["base.yaml", "big.yaml", "gpt2-small.yaml"])
     p.add_argument("--experiment-overrides", nargs="*", default=[], help="config overrides for every model")
     p.add_argument("--allow-cpu", action="store_true", help="try the code on a CPU (fp32; no GPU figures)")
     p.add_argument("--out", default="bench_gpu.json")

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine, prepared and tried on CPU first (a lease is minutes, not hours).
 # In order of what the open measurements need, each stage under its own time limit (seconds):
-#   1. BENCH_S=240  throughput (benchmarks/bench_gpu.py): base and big at 25,000 tokens a side on one GPU
-#                   (the train.global_tokens split of sweeps/table3.yaml), eager, CUDA graphs, compiled,
+#   1. BENCH_S=240  throughput (benchmarks/bench_gpu.py): base, big and a GPT-2-small-shaped language
+#                   model at 25,000 tokens a side on one GPU (the train.global_tokens split of
+#                   sweeps/table3.yaml; 24 blocks of 1,024 for the language model), eager, CUDA graphs, compiled,
 #                   then at 6,250; MFU, peak memory against the split's memory model, the dry run's
 #                   predicted step. The JSON keeps every measurement finished before the limit.
 #   2. GRAPHS_S=90  a real trial with CUDA graphs: `ablate train experiments/mini.yaml` with bucketed

@@ -32,10 +32,13 @@ def test_bench_gpu_runs_its_three_modes_on_a_cpu_when_allowed(tmp_path: Path) ->
 
     tiny = ["model.n_layers=1", "model.d_model=32", "model.d_ff=64", "model.n_heads=2"]
     cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_gpu.py"), "--allow-cpu", "--models", "base.yaml"]
+    cmd += ["gpt2-small.yaml"]  # the language model: whole 1,024-token blocks, no source
     cmd += ["--tokens", "600", "--steps", "2", "--warmup", "3", "--vocab", "300", "--out", str(tmp_path / "b.json")]
     out = subprocess.run([*cmd, "--experiment-overrides", *tiny], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     results = json.loads((tmp_path / "b.json").read_text())
-    assert [r["mode"] for r in results] == ["eager", "graphs", "compiled"]
+    assert [(r["model"], r["mode"]) for r in results] == [
+        (m, mode) for mode in ("eager", "graphs", "compiled") for m in ("base", "gpt2-small")
+    ]
     assert all(r["tgt_tokens_per_s"] > 0 and r["tokens_per_side"] == 600 for r in results)
-    assert out.stdout.count("tgt tok/s") == 3
+    assert out.stdout.count("tgt tok/s") == 6

@@ -182,7 +182,8 @@ def _why_lines(table: Table3) -> list[str]:
     for row in table.rows:
         for metric in ("ppl", "bleu"):
             why = getattr(row, f"{metric}_ev").why
-            if why and not (metric == "bleu" and table.bleu_withheld):
+            no_bleu = metric == "bleu" and (table.bleu_withheld or not any(r.bleu for r in table.rows))  # an LM's
+            if why and not no_bleu:
                 by_reason.setdefault(why, []).append(f"{row.name} {metric.upper()}")
     return [f"no bootstrap ({why}): {', '.join(names)}" for why, names in by_reason.items()]
 

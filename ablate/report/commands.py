@@ -58,7 +58,7 @@ def load_table(
     searched = [p.key for p in sweep.search.params] if sweep.search is not None else []  # shown as "tuned"
     report = build_table(results, row_order=sweep.rows, name=sweep.name, row_info=row_info, ignore=searched)
     report.alpha = alpha
-    if sweep.adaptive is not None:  # the level the controller decided at (ablate.sweep.plan.adaptive)
+    if sweep.adaptive is not None and sweep.search is None:  # the level the controller decided at (plan.adaptive)
         report.alpha, report.looks = sweep.adaptive.level(alpha), sweep.adaptive.looks
     if sweep.search is not None:
         apply_search(report, sweep, views)

@@ -27,6 +27,7 @@ from ablate.report.cells import (
 from ablate.report.columns import OTHER_KEY
 from ablate.report.errors import ReportError
 from ablate.report.fidelity import fidelity
+from ablate.report.lengths import length_record
 from ablate.report.paper import CITATION, COLUMN_KEYS
 from ablate.report.published import add_published_column, has_published, published_record
 from ablate.report.rows import Evidence, ReportRow, Table3
@@ -151,6 +152,7 @@ def row_record(row: ReportRow, table: Table3 | None = None) -> dict[str, Any]:
         "paper_bleu": row.paper.bleu if row.paper else None,
         "paper_bleu_delta": pd[1] if pd else None,
         "learned": row.learned,
+        **length_record(row),
         "ppl_last_quarter_drop": _r(row.still_improving),  # share dev PPL fell over the last quarter of training
         "learning": learning_note(table, row),  # does not translate yet | undertrained | still improving | None
         "params": row.params,

@@ -104,6 +104,9 @@ class ReportRow:
     curves: list[list[tuple[int, float]]] = field(default_factory=list)  # (step, dev PPL) per finished seed
     search: Any = None  # a search sweep's row: its ablate.report.search_view.TunedRow (None: a grid row)
     published: Any = None  # another study's figure for the same change (ablate.report.published), if any
+    # a language model's dev PPL at lengths beyond its training block, and their marks (report/lengths.py)
+    lengths: dict[int, Any] = field(default_factory=dict)
+    length_marks: dict[int, str] = field(default_factory=dict)
 
     @property
     def n_trials(self) -> int:

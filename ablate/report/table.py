@@ -23,6 +23,7 @@ from typing import Any
 
 from ablate.report.columns import OTHER_KEY, other_changes, slot_settings
 from ablate.report.errors import ReportError
+from ablate.report.lengths import row_lengths
 from ablate.report.paper import PAPER, settings_of
 from ablate.report.published import published_for
 from ablate.report.rows import ReportRow, Stat, Table3, TrialLike
@@ -126,6 +127,7 @@ def _report_row(
         is_base=is_base,
         states=states,
         failures=[f"seed {t.seed}: {t.failure or 'failed'}" for t in trials if t.state == "failed"],
+        lengths=row_lengths(done),
     )
 
 

@@ -23,6 +23,7 @@ from ablate.report.cells import (
 )
 from ablate.report.columns import OTHER_KEY
 from ablate.report.fidelity import fidelity
+from ablate.report.lengths import length_notes, with_length_columns
 from ablate.report.published import add_published_column, has_published, published_cell
 from ablate.report.rows import ReportRow, Table3
 from ablate.report.search_view import legend_lines, spec_text, title
@@ -167,10 +168,10 @@ def render_text(table: Table3) -> str:
     for row in table.rows:
         body.append(_row_cells(table, row, group_label(row.group) if row.group != previous else ""))
         previous = row.group
-    headers, body = drop_paper_columns(table, list(HEADERS), body)
+    headers, body = with_length_columns(table, *drop_paper_columns(table, list(HEADERS), body))
     published = _published_column(headers, body, table)
     column = _tuned_column(headers, body, table)
-    right = {i for i, h in enumerate(headers) if h in RIGHT}
+    right = {i for i, h in enumerate(headers) if h in RIGHT or h.startswith("PPL@")}
     widths = _fit(_widths(headers, body))
     body = [[_clip(c, widths[i]) if i in (1, 2) else c for i, c in enumerate(r)] for r in body]
 
@@ -185,7 +186,7 @@ def render_text(table: Table3) -> str:
         lines += textwrap.wrap(f"{PUBLISHED}: {figures}", WIDTH, subsequent_indent="  ") + [""]
     notes = [*legend(table, terminal=True), *legend_lines(table), *fidelity_lines(table, fidelity(table))]
     notes += [f"failed: {row.name} {failure}" for row in table.rows for failure in row.failures]
-    notes += table.plan_notes
+    notes += length_notes(table) + table.plan_notes
     for note in notes:
         lines += textwrap.wrap(note, WIDTH, initial_indent="- ", subsequent_indent="  ")
     return "\n".join(lines) + "\n"

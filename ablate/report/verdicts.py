@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ablate.report.lengths import decide_lengths
 from ablate.report.rows import Evidence, Table3
 from ablate.stats.correction import DEFAULT_CORRECTION, adjust
 from ablate.sweep.file.spec import Sweep
@@ -73,6 +74,7 @@ def decide(table: Table3, correction: str = DEFAULT_CORRECTION, margins: Mapping
             ev.unit, test = tests[i]
             ev.p_adjusted, ev.p_equiv_adjusted = adjusted[i], eq_adjusted.get(i)
             ev.verdict = _verdict(metric, test.delta, ev.p_adjusted, ev.p_equiv_adjusted, table.alpha)
+    decide_lengths(table, correction, table.margins.get("ppl", DEFAULT_MARGINS["ppl"]))  # a language model's
 
 
 def _seed_tests(table: Table3) -> None:

@@ -290,7 +290,7 @@ def name_clash(spec: Sweep, store: SweepStore) -> str | None:
     if other is None or not other.exists() or other.samefile(spec.path):
         return None
     try:  # a copied project folder: the other file opens the store it was copied from, not this one
-        if locate(read_sweep_file(other)) != store.location:
+        if locate(read_sweep_file(other, imports=_import_plugins)) != store.location:
             return None
     except SweepError:  # the other file no longer reads as a sweep: it cannot run under this name
         return None

@@ -1,7 +1,8 @@
 """A trial's id names it in the store, its run folder and its W&B run: a change to ablate that moves the ids
 of the sweep files it ships (a config key added without ``ADDED_LATER``, a new default) would make every
 finished sweep start again. pinned_trial_ids.json holds each file's ids as they were before the language
-model's keys (model.arch, data.block_size, eval.lengths) were added; they must not move."""
+model's keys (model.arch, data.block_size, eval.lengths) were added (a file shipped since: as it was first
+shipped); they must not move."""
 
 from __future__ import annotations
 

@@ -27,6 +27,10 @@ class SearchBlock(SweepBlock):
     read = staticmethod(read_search)
 
     @staticmethod
+    def claims(value: Any) -> bool:
+        return value is not None  # `search:` left empty: no search
+
+    @staticmethod
     def build(sweep: Sweep, spec: SearchSpec, grid: Callable[[], Sweep]) -> Sweep:
         """No trials yet: one unsampled template per row (its config at the first seed)."""
         return replace(sweep, trials=(), templates=templates(sweep, spec))

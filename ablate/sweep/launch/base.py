@@ -37,8 +37,10 @@ class Launcher:
     # launcher contract (ablate/sweep/launch/contract.py) sets a stand-in here, which a launcher must honour.
     trial_fn: str | None = None
 
-    def __init__(self, sweep: Sweep, store: SweepStore) -> None:
+    def __init__(self, sweep: Sweep, store: SweepStore, *, trial_fn: str | None = None) -> None:
         self.sweep, self.store = sweep, store
+        if trial_fn is not None:  # a stand-in trainer ("module:function" or "path/file.py:function")
+            self.trial_fn = trial_fn
         self.cfg = dict(sweep.launcher)
         self.poll_s = float(self.cfg.get("poll_s", self.poll_s))
         self.retries: Counter[str] = Counter()

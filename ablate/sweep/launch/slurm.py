@@ -170,10 +170,8 @@ class SlurmLauncher(Launcher):
             for a in active
         ]
 
-    def __init__(self, *args: Any, trial_fn: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if trial_fn is not None:
-            self.trial_fn = trial_fn
         self.folder = self.cfg.get("folder") or str(
             self.sweep.path.parent / ".ablate" / "slurm" / safe_name(self.sweep.name, fallback="sweep")
         )

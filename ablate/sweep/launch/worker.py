@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import os
 import signal
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ablate.errors import AblateError, Pruned, TrainingDiverged
+from ablate.errors import AblateError, Pruned, SweepError, TrainingDiverged
 from ablate.sweep.file.plugins import import_plugins
 from ablate.sweep.plan.plans import attempt_callbacks
 from ablate.sweep.store.store import SweepStore
@@ -44,14 +45,20 @@ class Interrupted(BaseException):
 
 def load_trial_fn(spec: str | None = None) -> TrialFn:
     """The function ``"module:function"`` names (default: the real trainer, imported only now), or
-    ``"path/to/file.py:function"``: the file imported as a script is, its folder first on ``sys.path``."""
-    module, _, name = (spec or DEFAULT_TRIAL_FN).rpartition(":")
-    if module.endswith(".py"):
-        folder = str(Path(module).resolve().parent)
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
-        module = Path(module).stem
-    return getattr(importlib.import_module(module), name)
+    ``"path/to/file.py:function"``: the file loaded as a module of its own (a stand-in trainer in a file)."""
+    module, sep, name = (spec or DEFAULT_TRIAL_FN).rpartition(":")
+    if not sep or not module or not name:
+        raise SweepError(f"trial_fn {spec!r}: give it as module:function or path/to/file.py:function")
+    if not module.endswith(".py"):
+        return getattr(importlib.import_module(module), name)
+    path = Path(module).resolve()
+    found = importlib.util.spec_from_file_location(f"ablate_trial_fn_{path.stem}_{abs(hash(str(path)))}", path)
+    if found is None or found.loader is None or not path.is_file():
+        raise SweepError(f"trial_fn {spec!r}: no Python file {path}")
+    loaded = importlib.util.module_from_spec(found)
+    sys.modules[found.name] = loaded
+    found.loader.exec_module(loaded)
+    return getattr(loaded, name)
 
 
 def _stored_config(store: SweepStore, attrs: dict[str, Any]) -> Any:

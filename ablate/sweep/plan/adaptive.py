@@ -113,7 +113,9 @@ class SeedsPlan(Wrapper):
 
     @staticmethod
     def applies(sweep: Sweep) -> bool:
-        return sweep.adaptive is not None
+        # Over a search, seeds: {start, max} only names the search's seeds (1..start: the search at the
+        # first, its best re-run at the others); adding seeds to sampled rows would re-run untuned configs.
+        return sweep.adaptive is not None and sweep.search is None
 
     def materialize(self, by_trial: Mapping[str, Sequence[Any]]) -> Sweep:
         return materialize_seeds(
@@ -138,9 +140,17 @@ class SeedsPlan(Wrapper):
         )
         return Step(self.sweep, (*inner.notes, own), inner.more)
 
+    _seen: tuple[int, int] | None = None  # (inner sweep, trials in the store) the current sweep was made from
+
     def _with_seeds(self, sweep: Sweep) -> Sweep:
-        """``sweep`` (the inner plan's) with the seeds added so far, as the store records them."""
-        return materialize_seeds(sweep, {aid: a[0].attrs for aid, a in self.store.by_trial().items() if a})
+        """``sweep`` (the inner plan's) with the seeds added so far, as the store records them; the same
+        object while neither changed (the store reader's memos go by the sweep object)."""
+        by_trial = self.store.by_trial()
+        seen = (id(sweep), len(by_trial))
+        if seen != self._seen:
+            self._seen = seen
+            self.sweep = materialize_seeds(sweep, {aid: a[0].attrs for aid, a in by_trial.items() if a})
+        return self.sweep
 
     _floor: float | None = None
     _floor_read = False

@@ -116,7 +116,7 @@ class Wrapper(Plan):
     def __init__(self, sweep: Sweep, store: Any = None, *, inner: Plan) -> None:
         super().__init__(sweep, store)
         self.inner = inner
-        self.settles = inner.settles
+        self.settles = type(self).settles or inner.settles
 
     def materialize(self, by_trial: Mapping[str, Sequence[Attempt]]) -> Sweep:
         """Chained: the inner plan's sweep, then the wrapper's trials on it."""

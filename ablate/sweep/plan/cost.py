@@ -56,12 +56,15 @@ def estimate(sweep: Sweep, t: Trial) -> dict[str, Any]:
         c = {**c, "data": {**c["data"], "max_tokens": split.max_tokens}}
         c["train"] = {**c["train"], "accumulate_grad_batches": split.accumulate}
     accumulate = c["train"]["accumulate_grad_batches"]
-    per_step = c["data"]["max_tokens"] * devices * accumulate
+    lm = model.arch == "decoder"  # a language model: whole blocks of data.block_size, no source side
+    block = int(c["data"].get("block_size") or 0)
+    per_batch = max(1, c["data"]["max_tokens"] // block) * block if lm else c["data"]["max_tokens"]
+    per_step = per_batch * devices * accumulate
     budget = trial_budget(c)
     flops = device_s = step_s = None
     if budget.steps is not None:
         tokens = float(per_step) * budget.steps
-        flops = train_flops(model, vocab_size, tokens, tokens)
+        flops = train_flops(model, vocab_size, 0.0 if lm else tokens, tokens, tgt_len=block if lm else None)
         step_s = accumulate * step_seconds(flops / budget.steps / devices / accumulate, assumption)
         device_s = step_s * budget.steps * devices
     planned = {} if split is None else _planned(split, step_s)
@@ -71,8 +74,8 @@ def estimate(sweep: Sweep, t: Trial) -> dict[str, Any]:
         "tokens_per_step": per_step,
         "steps": budget.steps,
         "budget": budget.rule,
-        "epochs": budget.epochs,
-        "target_tokens": budget.target_tokens,
+        "epochs": None if lm else budget.epochs,  # the translator's pairs: not a language model's blocks
+        "target_tokens": float(per_step) * budget.steps if lm and budget.steps else budget.target_tokens,
         "devices": devices,
         "flops": flops,
         "device_hours": device_s / 3600.0 if device_s is not None else None,

@@ -111,7 +111,7 @@ def studies_in(location: StoreLocation) -> list[str]:
     if location.kind == "journal":
         try:
             return [s.study_name for s in optuna_storage(location, create=False).get_all_studies()]
-        except ValueError as exc:  # a file of other lines (e.g. the sweep file itself): never a store
+        except (ValueError, OSError) as exc:  # other lines (e.g. the sweep file itself), a folder, unreadable
             _not_a_journal(location, exc)
     import sqlalchemy
     import sqlalchemy.exc

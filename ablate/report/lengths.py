@@ -1,0 +1,124 @@
+"""A language model's table: its dev perplexity at each evaluation length beyond the training block.
+
+A language model trial (``model.arch: decoder``) records ``val/ppl@N`` for every length N of
+``eval.lengths`` (ablate/eval/lm_eval.py), ``val/ppl`` being the one at the training block L. The table
+shows L in its usual PPL column and adds a column per longer length: mean ± std over seeds, the change
+against base and its mark, decided as the PPL column's are (paired over seeds on the log scale, Holm or BH
+over the table's rows at that length, the same equivalence margin). A row whose positions cannot reach a
+length (learned positions past ``model.max_positions``) shows ``—`` there, and the legend says why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ablate.report.rows import ReportRow, Stat, Table3
+
+UNREACHED = "—"  # the row's positions cannot reach this length
+_AT = re.compile(r"^val/ppl@(\d+)$")
+
+
+def row_lengths(done: Sequence[Any]) -> dict[int, Stat | str]:
+    """Length -> the row's Stat over its finished seeds, or why it cannot reach the length; the lengths
+    beyond the training block (``data.block_size``: the PPL column's)."""
+    blocks = {int(((t.config or {}).get("data") or {}).get("block_size") or 0) for t in done}
+    found = sorted({int(m.group(1)) for t in done for key in t.metrics if (m := _AT.match(key))} - blocks)
+    out: dict[int, Stat | str] = {}
+    for n in found:
+        pairs = [(t.seed, float(v)) for t in done if isinstance(v := t.metrics.get(f"val/ppl@{n}"), (int, float))]
+        stat = Stat.of([v for _, v in pairs], [s for s, _ in pairs])
+        why = next((str(t.metrics[f"val/reach@{n}"]) for t in done if t.metrics.get(f"val/reach@{n}")), None)
+        out[n] = stat if stat is not None else (why or "not measured")
+    return out
+
+
+def extra_lengths(table: Table3) -> list[int]:
+    """The lengths beyond the training block that some row measured (the PPL column is the block's)."""
+    return sorted({n for r in table.rows for n in r.lengths})
+
+
+def decide_lengths(table: Table3, correction: str, margin: float) -> None:
+    """Each row's mark at each extra length, over seeds against base, corrected over the rows (as PPL's)."""
+    from ablate.stats.correction import adjust
+    from ablate.stats.seeds import compare_seeds
+
+    base = table.base
+    if base is None:
+        return
+    for n in extra_lengths(table):
+        b = base.lengths.get(n)
+        tests = {}
+        for row in table.rows:
+            s = row.lengths.get(n)
+            if row.is_base or not isinstance(s, Stat) or not isinstance(b, Stat):
+                continue
+            test = compare_seeds(dict(zip(b.seeds, b.values)), dict(zip(s.seeds, s.values)), log=True, margin=margin)
+            if test is not None:
+                tests[row.name] = test
+        names = list(tests)
+        p = adjust([tests[r].p_value for r in names], correction)
+        p_eq = adjust([t.p_equiv if (t := tests[r]).p_equiv is not None else 1.0 for r in names], correction)
+        for row in table.rows:
+            if row.name in tests:
+                i = names.index(row.name)
+                row.length_marks[n] = "≈" if p_eq[i] < table.alpha else "*" if p[i] < table.alpha else ""
+
+
+def length_cell(table: Table3, row: ReportRow, n: int) -> str:
+    """``8.20±0.28 (+0.80)*`` at length n, ``—`` out of reach, the row's state when nothing finished."""
+    from ablate.report.cells import MARKERS, fmt_stat, signed
+
+    if row.pending:
+        return MARKERS[row.pending]
+    stat, base = row.lengths.get(n), table.base.lengths.get(n) if table.base else None
+    if not isinstance(stat, Stat):
+        return UNREACHED if isinstance(stat, str) else "n/a"
+    text = fmt_stat(stat, 2).replace(" ± ", "±")
+    if not row.is_base and isinstance(base, Stat):
+        text += f" ({signed(stat.mean - base.mean, 2)}){row.length_marks.get(n, '')}"
+    return text
+
+
+def length_notes(table: Table3) -> list[str]:
+    """What the length columns are, and why a row has none at some length."""
+    lengths = extra_lengths(table)
+    if not lengths:
+        return []
+    lines = [
+        "PPL@N: dev perplexity per token on non-overlapping windows of N tokens (the PPL column: the training "
+        "block); marks as the PPL column's, at each length over the table's rows"
+    ]
+    for row in table.rows:
+        why = sorted({s for n in lengths if isinstance(s := row.lengths.get(n), str)})
+        if why:
+            lines.append(f"{UNREACHED} {row.name}: {'; '.join(why)}")
+    return lines
+
+
+def with_length_columns(table: Table3, headers: list[str], body: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """The terminal table with a ``PPL@N (Δ)`` column per extra length after the PPL columns; a table
+    without BLEU (a language model's) loses its BLEU columns for them."""
+    lengths = extra_lengths(table)
+    if not lengths:
+        return headers, body
+    at = headers.index("dev BLEU (Δ)")
+    drop = 2 if not any(r.bleu for r in table.rows) else 0  # BLEU and its paper delta
+    new_heads = [f"PPL@{n} (Δ)" for n in lengths]
+    headers = headers[:at] + new_heads + headers[at + drop :]
+    cells = {r.name: [length_cell(table, r, n) for n in lengths] for r in table.rows}
+    body = [row[:at] + cells[r.name] + row[at + drop :] for row, r in zip(body, table.rows)]
+    return headers, body
+
+
+def length_record(row: ReportRow) -> dict[str, Any]:
+    """The JSON (and CSV) of a row's longer lengths: ``ppl@N`` mean, std, mark, or why it is missing."""
+    out: dict[str, Any] = {}
+    for n, stat in sorted(row.lengths.items()):
+        ok = isinstance(stat, Stat)
+        out[f"ppl@{n}"] = round(stat.mean, 4) if ok else None
+        out[f"ppl@{n}_std"] = round(stat.std, 4) if ok and stat.std is not None else None
+        out[f"ppl@{n}_mark"] = row.length_marks.get(n) if ok else None
+        out[f"ppl@{n}_reach"] = None if ok else stat
+    return out
