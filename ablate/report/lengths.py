@@ -98,13 +98,13 @@ def length_notes(table: Table3) -> list[str]:
 
 
 def with_length_columns(table: Table3, headers: list[str], body: list[list[str]]) -> tuple[list[str], list[list[str]]]:
-    """The terminal table with a ``PPL@N (Δ)`` column per extra length after the PPL columns; a table
-    without BLEU (a language model's) loses its BLEU columns for them."""
+    """The terminal table with a ``PPL@N (Δ)`` column per extra length after the PPL columns; a language
+    model's table (or one without BLEU) loses its BLEU columns."""
     lengths = extra_lengths(table)
-    if not lengths:
+    if not lengths and not table.language_model:
         return headers, body
     at = headers.index("dev BLEU (Δ)")
-    drop = 2 if not any(r.bleu for r in table.rows) else 0  # BLEU and its paper delta
+    drop = 2 if table.language_model or not any(r.bleu for r in table.rows) else 0  # BLEU and its paper delta
     new_heads = [f"PPL@{n} (Δ)" for n in lengths]
     headers = headers[:at] + new_heads + headers[at + drop :]
     cells = {r.name: [length_cell(table, r, n) for n in lengths] for r in table.rows}

@@ -159,6 +159,7 @@ class Table3:
     not_translating: str | None = None  # base's dev outputs are not translations yet: no verdicts
     base_chrf: float | None = None  # base's dev chrF (sacreBLEU), the figure behind not_translating
     search: Any = None  # a search sweep's SearchSpec: each row at its best config (ablate.report.search_view)
+    language_model: bool = False  # its trials are decoder-only language models: no BLEU (report/lengths.py)
     plan_notes: list[str] = field(default_factory=list)  # what the sweep's plans say under the table
 
     @property

@@ -164,6 +164,7 @@ def build_table(
             row.ppl_delta = row.ppl.mean - base.ppl.mean
         if row.bleu and base.bleu:
             row.bleu_delta = row.bleu.mean - base.bleu.mean
-    table = Table3(name=name, rows=rows)
+    arch = {((t.config or {}).get("model") or {}).get("arch") for t in results}
+    table = Table3(name=name, rows=rows, language_model=arch == {"decoder"})
     decide(table)  # seed-level tests and verdicts; load_table decides again with the bootstrap attached
     return table

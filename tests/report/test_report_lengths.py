@@ -53,3 +53,15 @@ def test_the_terminal_table_trades_bleu_for_the_lengths(make_trial) -> None:
     text = render(_table(make_trial), "text")
     head = next(line for line in text.splitlines() if "dev PPL (Δ)" in line)
     assert "PPL@128 (Δ)" in head and "PPL@256 (Δ)" in head and "BLEU" not in head
+
+
+def test_a_language_models_table_has_no_bleu_columns_even_without_longer_lengths(make_trial) -> None:
+    """A language model never decodes: its table drops BLEU, also before any trial finished."""
+    lm = {**make_trial("base", "base", None).config}
+    lm["model"] = {**lm["model"], "arch": "decoder"}
+    waiting = replace(make_trial("base", "base", None, state="waiting"), config=lm)
+    head = next(line for line in render(build_table([waiting], name="lm"), "text").splitlines() if "dev PPL" in line)
+    assert "BLEU" not in head
+    translator = make_trial("base", "base", None, state="waiting")
+    head = next(line for line in render(build_table([translator], name="t"), "text").splitlines() if "dev PPL" in line)
+    assert "dev BLEU (Δ)" in head
