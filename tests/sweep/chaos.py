@@ -42,7 +42,7 @@ from sweep_harness import TINY_EXPERIMENT, ablate_cmd, fake_env  # noqa: E402
 
 from ablate.errors import SweepError  # noqa: E402
 from ablate.sweep.file.spec import load_sweep  # noqa: E402
-from ablate.sweep.store.state import LOST_KINDS  # noqa: E402
+from ablate.sweep.store.state import FREE_STALLS, LOST_KINDS  # noqa: E402
 from ablate.sweep.store.store import SweepStore  # noqa: E402
 
 REAL_EXPERIMENT = {  # the real-training sweep test's tiny model, with a checkpoint every 5 steps
@@ -158,10 +158,19 @@ def _alive(pid: Any) -> bool:
         return False
 
 
+def _spared(attempt: Any) -> bool:
+    """An attempt near FREE_STALLS losses in a row without a new step: one more fault before it steps on
+    would be retried as a crash (by design: something kills it every time), which is not what a chaos run
+    tests; it is spared until it moves on. Seen once in 7 CI runs, from faults that came too fast."""
+    return int(attempt.attrs.get("stalls", 0)) >= FREE_STALLS - 2
+
+
 def inject(kind: str, path: Path, controllers: list, start: Any, rng: random.Random) -> bool:
-    """One fault of ``kind``; False when there was nothing to hit (no running worker, one controller max)."""
+    """One fault of ``kind``; False when there was nothing to hit (no running worker, one controller max,
+    or a running trial to spare: :func:`_spared`)."""
+    active = running(path)
     if kind == "kill -9 worker":
-        pids = sorted(p for p in map(_worker_pid, running(path)) if p is not None and _alive(p))
+        pids = sorted(p for a in active if not _spared(a) and (p := _worker_pid(a)) is not None and _alive(p))
         if not pids:
             return False
         os.kill(int(rng.choice(pids)), signal.SIGKILL)
@@ -171,6 +180,8 @@ def inject(kind: str, path: Path, controllers: list, start: Any, rng: random.Ran
             return False
         controllers.append(start())
         return True
+    if any(_spared(a) for a in active):  # a controller's fault stops every trial it runs
+        return False
     victim = rng.choice(controllers)
     victim.send_signal(signal.SIGKILL if kind == "kill -9 controller" else signal.SIGTERM)
     victim.wait(timeout=120)
