@@ -56,9 +56,13 @@ def tokens_per_char(prepared: Any, split: str) -> float:
     return len(token_stream(prepared.split(split))) / max(chars, 1)
 
 
-def lm_scores(model: Any, prepared: Any, splits: Sequence[tuple[str, str]], cfg: Any) -> dict[str, Any]:
+def lm_scores(
+    model: Any, prepared: Any, splits: Sequence[tuple[str, str]], cfg: Any, run_dir: Any = None
+) -> dict[str, Any]:
     """``{prefix}/nll``, ``/ppl``, ``/bpc`` at the training block and ``/ppl@l`` at each of ``eval.lengths``,
-    for each (prefix, split)."""
+    for each (prefix, split). With ``run_dir`` (a RunDir), each split's summed NLL per block at L goes to
+    ``outputs/<split>.nll``, one line a block: the report's paired bootstrap resamples those blocks, as it
+    resamples a translator's dev sentences (every block predicts L tokens)."""
     block, max_tokens = int(cfg.data.block_size), int(cfg.data.max_tokens)
     lengths, max_positions = list(cfg.eval.lengths or [block]), int(cfg.model.max_positions)
     out: dict[str, Any] = {}
@@ -75,4 +79,6 @@ def lm_scores(model: Any, prepared: Any, splits: Sequence[tuple[str, str]], cfg:
             if length == int(block):
                 out[f"{prefix}/nll"], out[f"{prefix}/ppl"] = nll.nll, nll.ppl
                 out[f"{prefix}/bpc"] = nll.nll / math.log(2) * tokens_per_char(prepared, split)
+                if run_dir is not None:
+                    run_dir.write_sentence_nll(split, nll.sentences)
     return out

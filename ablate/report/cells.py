@@ -41,6 +41,7 @@ PAIRING = (
     "seed-matched pairs pooled (row seed s vs base seed s, for every seed both finished; "
     "BLEU on the first dev sentences both decoded)"
 )
+LM_PAIRING = "seed-matched pairs pooled (row seed s vs base seed s, for every seed both finished; the same dev blocks)"
 
 
 def fmt_setting(key: str, value: Any) -> str:
@@ -107,20 +108,26 @@ def mark(table: Table3, row: ReportRow, metric: str) -> str:
     return ""
 
 
+def units(table: Table3) -> str:
+    """What the bootstrap resamples: a translator's dev sentences, a language model's dev blocks."""
+    return "blocks" if table.language_model else "sentences"
+
+
 def verdict_legend(table: Table3) -> str:
     """What the marks mean for this table: level, correction, unit, margins."""
     m = table.margins
-    units = {getattr(r, f"{k}_ev").unit for r in table.rows for k in ("ppl", "bleu")} - {None}
+    resting = {getattr(r, f"{k}_ev").unit for r in table.rows for k in ("ppl", "bleu")} - {None}
     one_seed = any(r.n_done == 1 for r in table.rows)
     text = (
         f"Marks after Δ (α = {table.alpha:g}, {CORRECTION_TEXT.get(table.correction, table.correction)}): "
         f"{SIGNIFICANT} = differs from base over seeds (paired by seed, else Welch: the architecture's effect); "
-        f"{EQUIVALENT} = equivalent to base over seeds (within ±{m.get('ppl', 0):.0%} PPL, "
-        f"±{m.get('bleu', 0):g} BLEU); {SENTENCES_ONLY} = differs over dev sentences only."
+        f"{EQUIVALENT} = equivalent to base over seeds (within ±{m.get('ppl', 0):.0%} PPL"
+        + ("" if table.language_model else f", ±{m.get('bleu', 0):g} BLEU")
+        + f"); {SENTENCES_ONLY} = differs over dev {units(table)} only."
     )
-    if "sentences" in units or one_seed:
+    if "sentences" in resting or one_seed:
         text += (
-            f" A row (or base) with one seed is tested over dev sentences ({SENTENCES_ONLY}): that compares two "
+            f" A row (or base) with one seed is tested over dev {units(table)} ({SENTENCES_ONLY}): that compares two "
             "trained models on this dev set, not the architectures; run ≥ 2 seeds per row for a seed-level verdict."
         )
     return text
@@ -200,7 +207,8 @@ def legend(table: Table3, terminal: bool = False) -> list[str]:
         else f"Unigram {table.floor_note or 'floor: n/a'}."
     )
     lines = [
-        f"Ours: dev PPL / BLEU, mean ± std over seeds; Δ = against our base row ({base.name if base else '?'}). "
+        f"Ours: dev {'PPL per token' if table.language_model else 'PPL / BLEU'}, mean ± std over seeds; "
+        f"Δ = against our base row ({base.name if base else '?'}). "
         + (f"Paper: {CITATION}; Δ against its base. " if table.has_paper else "")
         + "Blank settings = as base. … = waiting.",
         verdict_legend(table),
@@ -210,7 +218,7 @@ def legend(table: Table3, terminal: bool = False) -> list[str]:
             else "Δ boot [95% CI] = Δ of the pooled seed-matched pairs and its bootstrap interval; "
             "p = bootstrap over sentences / test over seeds (paired t, else Welch; – = none) → adjusted. "
         )
-        + f"Bootstrap pairs: {PAIRING}.",
+        + f"Bootstrap pairs: {LM_PAIRING if table.language_model else PAIRING}.",
         floor,
     ]
     if table.bleu_withheld:

@@ -9,7 +9,8 @@ a built :class:`~ablate.report.table.Table3`:
   (:func:`ablate.stats.degeneracy.is_degenerate` over the dev hypotheses of its seeds);
 * a **paired bootstrap over dev sentences** per row and metric (:mod:`ablate.stats.significance`):
   BLEU on the saved dev hypotheses (``outputs/<split>.hyp``; the first sentences both sides decoded),
-  PPL on the saved per-sentence NLL (``outputs/<split>.nll``; tokens = target length + 1).
+  PPL on the saved per-sentence NLL (``outputs/<split>.nll``; tokens = target length + 1); a language
+  model's file holds one summed NLL per dev block of L tokens, and its blocks are resampled instead.
 
 Pairing rule (one, kept simple): **seed-matched pairs, pooled**. For every seed both the row and base
 finished, the row's seed-s run is paired with base's seed-s run on the same dev sentences; the pairs'
@@ -172,12 +173,28 @@ def _ppl_boot(pairs: list[tuple[Any, Any]], dev: DevData, split: str, n_resample
             if isinstance(prepared, str):
                 return prepared
             nll = RunDir(t.run_dir).read_sentence_nll(split) or []
-            tokens = [int(n) + 1 for n in prepared.split(split).tgt_lengths]  # + EOS
+            tokens = _token_counts(t.config, prepared.split(split))
             if len(nll) != len(tokens):
-                return f"seed {t.seed}: {len(nll)} sentence NLLs for {len(tokens)} dev sentences"
+                return f"seed {t.seed}: {len(nll)} NLLs for {len(tokens)} dev {_unit(t.config)}"
             cols[2 * side] += nll
             cols[2 * side + 1] += tokens
     return paired_ppl(*cols, n_resamples=n_resamples, seed=DEFAULT_SEED)
+
+
+def _unit(config: Mapping[str, Any]) -> str:
+    return "blocks" if (config.get("model") or {}).get("arch") == "decoder" else "sentences"
+
+
+def _token_counts(config: Mapping[str, Any], shard: Any) -> list[int]:
+    """The predicted tokens behind each line of ``outputs/<split>.nll``: a sentence's length + EOS; a
+    language model's blocks of L (data.block_size) cut from the stream of sentences each followed by EOS
+    (ablate/data/lm_blocks.py: (stream - 1) // L whole blocks, the tail left out)."""
+    lengths = [int(n) for n in shard.tgt_lengths]
+    if _unit(config) == "sentences":
+        return [n + 1 for n in lengths]  # + EOS
+    block = int((config.get("data") or {}).get("block_size") or 0)
+    stream = sum(lengths) + len(lengths)
+    return [block] * ((stream - 1) // block) if block > 0 and stream > 1 else []
 
 
 def _bleu_boot(pairs: list[tuple[Any, Any]], dev: DevData, split: str, n_resamples: int) -> Comparison | str:

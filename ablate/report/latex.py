@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ablate.report.cells import drop_paper_columns, notes, table_cells, verdict_legend
 from ablate.report.fidelity import fidelity
+from ablate.report.lengths import length_notes, with_length_columns
 from ablate.report.paper import COLUMN_KEYS, COLUMNS
 from ablate.report.published import HEADER as PUBLISHED
 from ablate.report.published import add_published_column
@@ -37,6 +38,7 @@ _LATEX_HEADERS = [
     "params$_{paper}$",
     "runs",
 ]
+_LATEX_BLEU = ("BLEU", "$\\Delta$ 95\\% CI", "$p$", "BLEU$_{paper}$")  # a language model has none
 
 
 # One pass over the characters, so an escape's own backslash and braces are not escaped again.
@@ -78,6 +80,7 @@ def _latex_headers(table: Table3) -> list[str]:
 
 def render_latex(table: Table3) -> str:
     heads, body = drop_paper_columns(table, _latex_headers(table), table_cells(table))
+    heads, body = with_length_columns(table, heads, body, _LATEX_BLEU, "PPL@{n}")
     add_published_column(table, heads, body, _tex(PUBLISHED))
     lines = [
         "% " + title(table),
@@ -98,5 +101,5 @@ def render_latex(table: Table3) -> str:
     lines += ["\\bottomrule", "\\end{tabular}}"]
     # what the marks mean (level, correction, unit) printed under the table, not only in comments
     lines += ["", "\\par\\smallskip{\\footnotesize " + _tex(verdict_legend(table)) + "}"]
-    lines += [f"% {note}" for note in (*notes(table, fidelity(table)), *legend_lines(table))]
+    lines += [f"% {note}" for note in (*notes(table, fidelity(table)), *legend_lines(table), *length_notes(table))]
     return "\n".join(lines) + "\n"

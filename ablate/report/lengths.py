@@ -18,6 +18,7 @@ from ablate.report.rows import ReportRow, Stat, Table3
 
 UNREACHED = "—"  # the row's positions cannot reach this length
 _AT = re.compile(r"^val/ppl@(\d+)$")
+_REACH = re.compile(r"^cannot reach \d+ positions: ")  # eval/lm_eval.py's reason names its length
 
 
 def row_lengths(done: Sequence[Any]) -> dict[int, Stat | str]:
@@ -91,30 +92,52 @@ def length_notes(table: Table3) -> list[str]:
         "block); marks as the PPL column's, at each length over the table's rows"
     ]
     for row in table.rows:
-        why = sorted({s for n in lengths if isinstance(s := row.lengths.get(n), str)})
-        if why:
-            lines.append(f"{UNREACHED} {row.name}: {'; '.join(why)}")
-    return lines
+        why: dict[str, list[int]] = {}  # the reason, without the length it names -> the lengths it covers
+        for n in lengths:
+            if isinstance(s := row.lengths.get(n), str):
+                why.setdefault(_REACH.sub("", s), []).append(n)
+        lines += [f"{UNREACHED} {row.name} at {', '.join(map(str, ns))}: {text}" for text, ns in why.items()]
+    from ablate.report import press
+
+    return lines + press.lines(table)
 
 
-def with_length_columns(table: Table3, headers: list[str], body: list[list[str]]) -> tuple[list[str], list[list[str]]]:
-    """The terminal table with a ``PPL@N (Δ)`` column per extra length after the PPL columns; a language
-    model's table (or one without BLEU) loses its BLEU columns."""
+def with_length_columns(
+    table: Table3,
+    headers: list[str],
+    body: list[list[str]],
+    bleu: Sequence[str] = ("dev BLEU (Δ)", "paper Δ"),
+    label: str = "PPL@{n} (Δ)",
+    ref_digits: int = 2,
+) -> tuple[list[str], list[list[str]]]:
+    """A ``PPL@N (Δ)`` column per extra length where the BLEU columns start (``bleu``: the format's BLEU
+    headers, first one first), then Press et al.'s reference column when it applies (report/press.py); a
+    language model's table (or one without BLEU) loses the BLEU columns that follow."""
+    from ablate.report import press
+
     lengths = extra_lengths(table)
     if not lengths and not table.language_model:
         return headers, body
-    at = headers.index("dev BLEU (Δ)")
-    drop = 2 if table.language_model or not any(r.bleu for r in table.rows) else 0  # BLEU and its paper delta
-    new_heads = [f"PPL@{n} (Δ)" for n in lengths]
-    headers = headers[:at] + new_heads + headers[at + drop :]
+    at = headers.index(bleu[0])
+    drop = 0
+    if table.language_model or not any(r.bleu for r in table.rows):
+        while at + drop < len(headers) and headers[at + drop] in bleu:
+            drop += 1
+    ref_heads: list[str] = []
+    refs: list[list[str]] = [[] for _ in body]
+    press.add_column(table, ref_heads, refs, ref_digits)
+    headers = headers[:at] + [label.format(n=n) for n in lengths] + ref_heads + headers[at + drop :]
     cells = {r.name: [length_cell(table, r, n) for n in lengths] for r in table.rows}
-    body = [row[:at] + cells[r.name] + row[at + drop :] for row, r in zip(body, table.rows)]
+    body = [row[:at] + cells[r.name] + ref + row[at + drop :] for row, ref, r in zip(body, refs, table.rows)]
     return headers, body
 
 
-def length_record(row: ReportRow) -> dict[str, Any]:
-    """The JSON (and CSV) of a row's longer lengths: ``ppl@N`` mean, std, mark, or why it is missing."""
-    out: dict[str, Any] = {}
+def length_record(row: ReportRow, table: Table3 | None = None) -> dict[str, Any]:
+    """The JSON (and CSV) of a row's longer lengths: ``ppl@N`` mean, std, mark, or why it is missing; Press
+    et al.'s figures for the row where the table has them."""
+    from ablate.report import press
+
+    out: dict[str, Any] = press.record(table, row) if table is not None and press.applies(table) else {}
     for n, stat in sorted(row.lengths.items()):
         ok = isinstance(stat, Stat)
         out[f"ppl@{n}"] = round(stat.mean, 4) if ok else None

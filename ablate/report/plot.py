@@ -1,6 +1,8 @@
 """A PNG of the Table 3 reproduction that a person reads at a glance (``ablate table --plot FILE.png``).
 
-Two panels, dev PPL and dev BLEU. Each row of the sweep (except base) is one pair of horizontal bars:
+Two panels, dev PPL and dev BLEU (a language model: dev PPL at L and at its longest evaluation length,
+with Press et al.'s change hatched; ablate/report/press.py). Each row of the sweep (except base) is one
+pair of horizontal bars:
 its change against base, ours (solid: the estimate of the row's test with its 95% interval as an
 error bar, over seeds where there are >= 2 else the paired bootstrap's over sentences, and the
 table's mark, ``*``, ``°`` or ``≈``; dotted and labelled when the row learned nothing) and the paper's (hatched),
@@ -19,7 +21,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from ablate.report.cells import mark, row_label
+from ablate.report.cells import mark, row_label, units
 from ablate.report.paper import GROUP_TITLES, PAPER
 from ablate.report.rows import ReportRow, Stat, Table3
 from ablate.report.search_view import title
@@ -79,6 +81,8 @@ def _estimate_pct(row: ReportRow, metric: str, base: Stat | None) -> tuple[float
 
 def _bars(table: Table3, rows: list[ReportRow], metric: str, ax, bar: float) -> list[tuple]:
     """(y, value %, color, style, interval %, label) of each bar; rows without one get a note."""
+    from ablate.report import press
+
     ours_base = getattr(table.base, metric) if table.base else None
     colors = group_colors(rows)
     out: list[tuple] = []
@@ -87,6 +91,8 @@ def _bars(table: Table3, rows: list[ReportRow], metric: str, ax, bar: float) -> 
         ours = _relative(getattr(row, metric), ours_base)
         estimate = _estimate_pct(row, metric, ours_base) if ours is not None else None
         paper = _paper_relative(row, metric)
+        if paper is None and metric == "ppl" and table.block_size:  # a language model's: Press et al.'s at L
+            paper = press.relative(table, row, table.block_size)
         if ours is not None:
             label = mark(table, row, metric) + (" not learned" if row.learned is False else "")
             style = {"alpha": 0.5, "hatch": ".."} if row.learned is False else {}
@@ -100,12 +106,36 @@ def _bars(table: Table3, rows: list[ReportRow], metric: str, ax, bar: float) -> 
     return out
 
 
+def _length_bars(table: Table3, rows: list[ReportRow], n: int, ax, bar: float) -> list[tuple]:
+    """A language model's panel at length ``n``: ours (the mean's change, the length's mark; out of reach
+    said on the bar's place) and Press et al.'s change against sinusoidal there (hatched), where they have one."""
+    from ablate.report import press
+
+    base = table.base.lengths.get(n) if table.base else None
+    colors = group_colors(rows)
+    out: list[tuple] = []
+    for y, row in enumerate(rows):
+        color = colors.get(row.group, OTHER_COLOR)
+        stat = row.lengths.get(n)
+        ours = _relative(stat, base) if isinstance(stat, Stat) and isinstance(base, Stat) else None
+        if ours is not None:
+            out.append((y - bar / 2, ours, color, {}, None, row.length_marks.get(n, "")))
+        else:
+            why = "out of reach" if isinstance(stat, str) else row.pending or "n/a"
+            ax.text(0, y - bar / 2, f" {why}", va="center", ha="left", fontsize=8, color="#555555")
+        if (theirs := press.relative(table, row, n)) is not None:
+            out.append((y + bar / 2, theirs, color, {"alpha": 0.35, "hatch": "///"}, None, ""))
+    return out
+
+
 def _plot_metric(ax, table: Table3, rows: list[ReportRow], metric: str, better: str) -> None:
     """One panel: each row's % change of ``metric`` against base, ours solid (the test's estimate and
-    its 95% interval as an error bar, the table's mark), the paper's hatched."""
+    its 95% interval as an error bar, the table's mark), the paper's hatched. ``ppl@N``: a language
+    model's perplexity at length N, Press et al.'s change hatched."""
     bar = 0.38
-    name = metric.upper()
-    ours_base = getattr(table.base, metric) if table.base else None
+    at = int(metric.split("@")[1]) if "@" in metric else None
+    name = metric.upper() if at is None else f"PPL@{at}"
+    ours_base = (getattr(table.base, metric) if at is None else table.base.lengths.get(at)) if table.base else None
     paper_base = PAPER["base"].ppl if metric == "ppl" else PAPER["base"].bleu
     if metric == "bleu" and table.bleu_withheld:
         ax.text(
@@ -122,7 +152,7 @@ def _plot_metric(ax, table: Table3, rows: list[ReportRow], metric: str, better: 
         ax.set_title(f"dev {name}: withheld", fontsize=10)
         ax.set_xticks([])
         return
-    bars = _bars(table, rows, metric, ax, bar)
+    bars = _bars(table, rows, metric, ax, bar) if at is None else _length_bars(table, rows, at, ax, bar)
     # One diverged row (+900%) would flatten every other bar: clip the axis at CLIP_PCT and print the
     # true value of a clipped bar at its end.
     span = min(max((abs(v) for _, v, *_ in bars), default=1.0), CLIP_PCT) * 1.15 or 1.0
@@ -140,17 +170,17 @@ def _plot_metric(ax, table: Table3, rows: list[ReportRow], metric: str, better: 
     ax.set_xlim(-span, span)
     ax.grid(axis="x", color="#dddddd", linewidth=0.6)
     ax.set_axisbelow(True)
-    ours_text = f"{ours_base.mean:.2f}" if ours_base else "n/a"
+    ours_text = f"{ours_base.mean:.2f}" if isinstance(ours_base, Stat) else "n/a"
     floor = f", unigram floor {table.floor:.2f}" if metric == "ppl" and table.floor is not None else ""
-    paper_text = f", paper {paper_base:g}" if table.has_paper else ""
+    paper_text = f", paper {paper_base:g}" if table.has_paper else ", Press et al. hatched" if at else ""
     ax.set_title(f"dev {name}: change vs base ({better})\nbase: ours {ours_text}{paper_text}{floor}", fontsize=10)
     ax.set_xlabel(
-        f"{name} change vs base row (%); bars: 95% CI over seeds (else bootstrap over sentences)\n"
-        f"* differs over seeds, ° over sentences only, ≈ equivalent (α {table.alpha:g}, {table.correction})"
+        f"{name} change vs base row (%); bars: 95% CI over seeds (else bootstrap over {units(table)})\n"
+        f"* differs over seeds, ° over {units(table)} only, ≈ equivalent (α {table.alpha:g}, {table.correction})"
     )
 
 
-def _legend(fig, rows: list[ReportRow], paper: bool) -> None:
+def _legend(fig, rows: list[ReportRow], paper: str | None) -> None:
     from matplotlib.patches import Patch
 
     groups = list(dict.fromkeys(r.group for r in rows))
@@ -163,7 +193,9 @@ def _legend(fig, rows: list[ReportRow], paper: bool) -> None:
     ]
     handles.append(Patch(facecolor="#666666", label="ours (solid)"))
     if paper:
-        paper_patch = Patch(facecolor="#666666", alpha=0.35, hatch="///", edgecolor="#666666", label="paper (hatched)")
+        paper_patch = Patch(
+            facecolor="#666666", alpha=0.35, hatch="///", edgecolor="#666666", label=f"{paper} (hatched)"
+        )
         handles.append(paper_patch)
     fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), fontsize=9, frameon=False)
 
@@ -178,7 +210,11 @@ def plot_table(table: Table3, path: str | Path) -> Path:
     fig = Figure(figsize=(13, 1.6 + 0.36 * max(len(rows), 1) + (1.2 if warning else 0)), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, 2, sharey=True)
-    for ax, metric, better in zip(axes, ("ppl", "bleu"), ("lower is better", "higher is better")):
+    lengths = sorted({n for r in table.rows for n in r.lengths})  # a language model's: its longest beside L
+    second = f"ppl@{lengths[-1]}" if lengths else "bleu"
+    for ax, metric, better in zip(
+        axes, ("ppl", second), ("lower is better", "higher is better" if second == "bleu" else "lower is better")
+    ):
         _plot_metric(ax, table, rows, metric, better)
     axes[0].set_yticks(list(range(len(rows))), [row_label(r) for r in rows], fontsize=9)
     axes[0].invert_yaxis()  # first row of the sweep at the top, as in the table
@@ -192,7 +228,7 @@ def plot_table(table: Table3, path: str | Path) -> Path:
         label = "DOES NOT TRANSLATE YET" if table.not_translating else "UNDERTRAINED"
         head += "\n" + textwrap.fill(f"{label}: {warning}", 150)
     fig.suptitle(head, fontsize=12 if not warning else 10)
-    _legend(fig, rows, table.has_paper)
+    _legend(fig, rows, "paper" if table.has_paper else "Press et al." if lengths and table.language_model else None)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)

@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ablate.report import press
 from ablate.report.cells import (
     PAIRING,
     drop_paper_columns,
@@ -27,7 +28,7 @@ from ablate.report.cells import (
 from ablate.report.columns import OTHER_KEY
 from ablate.report.errors import ReportError
 from ablate.report.fidelity import fidelity
-from ablate.report.lengths import length_record
+from ablate.report.lengths import length_notes, length_record, with_length_columns
 from ablate.report.paper import CITATION, COLUMN_KEYS
 from ablate.report.published import add_published_column, has_published, published_record
 from ablate.report.rows import Evidence, ReportRow, Table3
@@ -52,6 +53,7 @@ RESULT_HEADERS = [
     "paper M",
     "runs",
 ]
+MD_BLEU = ("BLEU (Δ)", "ΔBLEU boot [95% CI]", "p boot / seeds", "paper BLEU (Δ)")  # a language model has none
 
 
 def headers(table: Table3) -> list[str]:
@@ -78,6 +80,7 @@ def _search_cells(table: Table3, body: list[list[str]]) -> list[str]:
 def render_md(table: Table3) -> str:
     body = table_cells(table)
     heads, body = drop_paper_columns(table, _search_cells(table, body), body)
+    heads, body = with_length_columns(table, heads, body, MD_BLEU, "PPL@{n} (Δ)")
     add_published_column(table, heads, body)
     widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(heads)]
     # right-align numbers, as a reader scans them by column; "other changes" and a search's columns are text
@@ -94,7 +97,7 @@ def render_md(table: Table3) -> str:
         ranges = "; ".join(p.describe() for p in table.search.params)
         lines += [f"Each row at its {spec_text(table.search)}. Searched: {ranges}.", ""]
     lines += [line(heads), rule, *(line(r) for r in body), ""]
-    lines += [f"- {note}" for note in (*notes(table, fidelity(table)), *legend_lines(table))]
+    lines += [f"- {note}" for note in (*notes(table, fidelity(table)), *legend_lines(table), *length_notes(table))]
     return "\n".join(lines) + "\n"
 
 
@@ -152,7 +155,7 @@ def row_record(row: ReportRow, table: Table3 | None = None) -> dict[str, Any]:
         "paper_bleu": row.paper.bleu if row.paper else None,
         "paper_bleu_delta": pd[1] if pd else None,
         "learned": row.learned,
-        **length_record(row),
+        **length_record(row, table),
         "ppl_last_quarter_drop": _r(row.still_improving),  # share dev PPL fell over the last quarter of training
         "learning": learning_note(table, row),  # does not translate yet | undertrained | still improving | None
         "params": row.params,
@@ -202,7 +205,8 @@ def render_json(table: Table3) -> str:
         "base_chrf": _r(table.base_chrf),
         "rows": [row_record(r, table) for r in table.rows],
         "fidelity": {k: _r(v) if isinstance(v, float) else v for k, v in fidelity(table).as_dict().items()},
-        "notes": [*notes(table, fidelity(table)), *legend_lines(table)],
+        **({"press_agreement": press.agreement(table)} if press.applies(table) else {}),  # an LM's positions
+        "notes": [*notes(table, fidelity(table)), *legend_lines(table), *length_notes(table)],
     }
     if table.search is not None:  # a tuned table: every row at its best configuration
         data = {"sweep": table.name, "tuned": True, "search": spec_record(table.search), **data}
@@ -259,6 +263,7 @@ def render_csv(table: Table3) -> str:
     fields = CSV_FIELDS[: 3 + len(COLUMN_KEYS)] + extra + CSV_FIELDS[3 + len(COLUMN_KEYS) :]
     fields += SEARCH_CSV_FIELDS if table.search is not None else []
     fields += list(published_record(table.rows[0])) if has_published(table) else []
+    fields += list(dict.fromkeys(key for row in table.rows for key in length_record(row, table)))  # an LM's
     writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for row in table.rows:

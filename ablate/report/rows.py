@@ -67,7 +67,8 @@ class Evidence:
     boot: Comparison | None = None  # paired bootstrap over dev sentences (seed-matched pairs pooled)
     why: str | None = None  # why there is no bootstrap (no saved dev outputs, ...)
     withheld: bool = False  # no statistics at all (the row or base learned nothing, BLEU withheld): see why
-    unit: str | None = None  # what the verdict rests on: "seeds" (the architecture) or "sentences" (two models)
+    unit: str | None = None  # what the verdict rests on: "seeds" (the architecture) or "sentences" (two models; a
+    # language model's dev blocks)
     p_adjusted: float | None = None  # the test's p-value adjusted over the table's rows (the table's correction)
     p_equiv_adjusted: float | None = None  # the equivalence test's, adjusted likewise (seeds only)
     verdict: str | None = None  # better | worse | equivalent | undecided (None: no test)
@@ -160,6 +161,7 @@ class Table3:
     base_chrf: float | None = None  # base's dev chrF (sacreBLEU), the figure behind not_translating
     search: Any = None  # a search sweep's SearchSpec: each row at its best config (ablate.report.search_view)
     language_model: bool = False  # its trials are decoder-only language models: no BLEU (report/lengths.py)
+    block_size: int | None = None  # a language model's training block L (data.block_size), when all rows share it
     plan_notes: list[str] = field(default_factory=list)  # what the sweep's plans say under the table
 
     @property

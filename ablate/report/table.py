@@ -165,6 +165,8 @@ def build_table(
         if row.bleu and base.bleu:
             row.bleu_delta = row.bleu.mean - base.bleu.mean
     arch = {((t.config or {}).get("model") or {}).get("arch") for t in results}
-    table = Table3(name=name, rows=rows, language_model=arch == {"decoder"})
+    blocks = {((t.config or {}).get("data") or {}).get("block_size") for t in results if t.config}
+    block = int(next(iter(blocks))) if arch == {"decoder"} and len(blocks) == 1 and None not in blocks else None
+    table = Table3(name=name, rows=rows, language_model=arch == {"decoder"}, block_size=block)
     decide(table)  # seed-level tests and verdicts; load_table decides again with the bootstrap attached
     return table

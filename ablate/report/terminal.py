@@ -168,7 +168,7 @@ def render_text(table: Table3) -> str:
     for row in table.rows:
         body.append(_row_cells(table, row, group_label(row.group) if row.group != previous else ""))
         previous = row.group
-    headers, body = with_length_columns(table, *drop_paper_columns(table, list(HEADERS), body))
+    headers, body = with_length_columns(table, *drop_paper_columns(table, list(HEADERS), body), ref_digits=1)
     published = _published_column(headers, body, table)
     column = _tuned_column(headers, body, table)
     right = {i for i, h in enumerate(headers) if h in RIGHT or h.startswith("PPL@")}

@@ -23,6 +23,7 @@ from typing import Any
 from ablate.atomic import atomic_write_json
 from ablate.report.cells import fmt_setting
 from ablate.report.fidelity import fidelity
+from ablate.report.lengths import length_record
 from ablate.report.paper import COLUMN_KEYS
 from ablate.report.render import row_record
 from ablate.report.rows import Table3
@@ -81,10 +82,13 @@ SEARCH_COLUMNS = ["best_run", "best_value", "best_trial", "tuned_params", "searc
 
 
 def table_columns(table: Table3) -> list[str]:
-    """TABLE_COLUMNS with the table's slot / "other" columns after the paper's settings, then a search's."""
+    """TABLE_COLUMNS with the table's slot / "other" columns after the paper's settings, then a search's,
+    then a language model's: PPL at each longer length (and Press et al.'s figures, where they apply)."""
     extra = [key for key, _ in table.columns if key not in COLUMN_KEYS]
     at = 3 + len(COLUMN_KEYS)
-    return TABLE_COLUMNS[:at] + extra + TABLE_COLUMNS[at:] + (SEARCH_COLUMNS if table.search is not None else [])
+    lengths = list(dict.fromkeys(key for row in table.rows for key in length_record(row, table)))
+    search = SEARCH_COLUMNS if table.search is not None else []
+    return TABLE_COLUMNS[:at] + extra + TABLE_COLUMNS[at:] + search + lengths
 
 
 def _search_cells(row: Any) -> dict[str, Any]:
@@ -112,7 +116,7 @@ def table_rows(table: Table3) -> list[list[Any]]:
         rec["paper_params_m"] = float(rec["paper_params_m"]) if rec["paper_params_m"] is not None else None
         if table.search is not None:
             rec.update(_search_cells(row))
-        out.append([rec[c] for c in table_columns(table)])
+        out.append([rec.get(c) for c in table_columns(table)])  # a row not measured at a length has none
     return out
 
 

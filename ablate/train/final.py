@@ -94,7 +94,7 @@ def final_metrics(
         measure = lambda model: lm_nll(model, prepared.split(valid), block, max_tokens, valid)  # noqa: E731
         used, used_step, _ = choose_final_weights(system, rd, measure, step)
         splits = [("val", valid)] + ([("test", str(cfg.data.test_split))] if cfg.eval.test else [])
-        metrics = lm_scores(system.model, prepared, splits, cfg)
+        metrics = lm_scores(system.model, prepared, splits, cfg, rd)
     else:
         measure = lambda model: split_nll(model, prepared.split(valid), max_tokens, system.device)  # noqa: E731
         used, used_step, dev_nll = choose_final_weights(system, rd, measure, step)

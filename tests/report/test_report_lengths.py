@@ -45,7 +45,7 @@ def test_each_longer_length_is_a_column_with_its_own_marks(make_trial) -> None:
     assert length_cell(table, alibi, 256).endswith("(-11.89)*")  # better at 4L, decided over seeds
     assert length_cell(table, same, 128).endswith("(+0.00)≈")  # the same as base within the margin
     assert length_cell(table, learned, 128) == "—"
-    assert any("learned: cannot reach 128 positions" in line for line in length_notes(table))
+    assert any("learned at 128: cannot reach 128 positions" in line for line in length_notes(table))
     assert length_record(learned)["ppl@256_reach"] == "cannot reach 256 positions"
 
 

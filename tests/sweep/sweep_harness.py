@@ -117,3 +117,14 @@ def two_controllers(path: Path, timeout: float = 300) -> None:
     ]
     outs = [p.communicate(timeout=timeout)[0].decode() for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
+
+
+# A tiny language model (model.arch: decoder) for sweeps with the real trainer: blocks of 16 tokens,
+# evaluated at L and 2L; each test adds its steps.
+LM_TINY = [
+    "model.arch=decoder",
+    "model.max_positions=32",
+    "data.block_size=16",
+    "eval.lengths=[16,32]",
+    "eval.test=false",
+]

@@ -7,19 +7,11 @@ import subprocess
 import sys
 
 import pytest
-from sweep_harness import fake_env
+from sweep_harness import LM_TINY, fake_env
 
 from ablate.sweep.loader import load_results
 
-LM = [
-    "model.arch=decoder",
-    "model.max_positions=32",
-    "data.block_size=16",
-    "eval.lengths=[16,32]",
-    "eval.test=false",
-    "train.max_steps=10",
-    "train.val_every_steps=10",
-]
+LM = [*LM_TINY, "train.max_steps=10", "train.val_every_steps=10"]
 ROWS = [
     {"name": "sinusoidal", "group": "base"},
     {"name": "alibi", "group": "positions", "overrides": ["model.positional=alibi"]},

@@ -27,6 +27,23 @@ def test_a_language_model_trains_and_reports_perplexity_at_each_length(tmp_path:
         assert all(math.isfinite(metrics[f"{prefix}/ppl@{n}"]) for n in (16, 32, 64))  # sinusoids go past 32
         assert 0 < metrics[f"{prefix}/bpc"] < metrics[f"{prefix}/nll"] / math.log(2)  # more than one character a token
     assert not any("bleu" in key for key in metrics)
+    _the_saved_block_nll_is_the_dev_nll(out, metrics)
+
+
+def _the_saved_block_nll_is_the_dev_nll(out: Path, metrics: dict) -> None:
+    """outputs/valid.nll holds one summed NLL per dev block, and the report's token counts (L per block)
+    give back the run's dev NLL: what the table's paired bootstrap over blocks resamples."""
+    from ablate.config import load_config
+    from ablate.data.prepare import prepare_data
+    from ablate.report.evidence import _token_counts
+    from ablate.rundir import RunDir
+
+    cfg = load_config(MINI, LM_RUN)
+    blocks = RunDir(out).read_sentence_nll("valid")
+    lm = {"model": {"arch": "decoder"}, "data": {"block_size": 16}}
+    tokens = _token_counts(lm, prepare_data(cfg.data).split("valid"))
+    assert blocks and len(blocks) == len(tokens) and set(tokens) == {16}
+    assert sum(blocks) / sum(tokens) == pytest.approx(metrics["val/nll"], rel=1e-6)
 
 
 def test_every_positional_variant_is_evaluated_at_2l_and_4l_or_said_out_of_reach() -> None:
