@@ -179,9 +179,6 @@ def _check_arch(c: _Checker) -> None:
         for length in lengths or ():
             if not isinstance(length, int) or length < 1:
                 c.fail("eval.lengths", f"must be positive integers (context lengths), got {list(lengths)!r}")
-        for key in ("train.epochs", "train.target_tokens"):
-            if c.get(key) is not None:
-                c.fail(key, "a language model's budget is in steps for now; set train.max_steps instead")
         return
     for key, default in (("data.block_size", 512), ("eval.lengths", None)):
         if c.get(key) != default:

@@ -4,7 +4,8 @@ A recipe tuned on one corpus says "2,000 steps"; pointed at a corpus with twice 
 sentence length, the same steps are half the epochs and the recipe's premise ("the corpus seen about as
 often as the paper saw WMT") is gone. ``train.epochs`` (passes over the training pairs actually used)
 or ``train.target_tokens`` (real target subwords, EOS included: what the loss is summed over) say the
-budget in the terms that carry, and are resolved to steps here once the data is prepared:
+budget in the terms that carry, and are resolved to steps here once the data is prepared (a language
+model's epoch is one pass over its training blocks, its target tokens the L each block predicts):
 
     steps per epoch = ceil((batches of one epoch // devices) / accumulate_grad_batches)
     steps = round(epochs * steps per epoch)  or  ceil(target_tokens / target tokens per step)
@@ -64,6 +65,17 @@ def epoch_stats(src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: in
     sampler = TokenBucketBatchSampler(src_lengths, tgt_lengths, max_tokens, seed=0, **bucketing)
     target = int(np.asarray(tgt_lengths, np.int64).sum()) + len(tgt_lengths)  # + EOS of every pair
     return EpochStats(pairs=len(tgt_lengths), target_tokens=target, batches=sampler.num_batches())
+
+
+def lm_epoch_stats(tgt_lengths: Any, block: int, max_tokens: int) -> EpochStats:
+    """One epoch of a language model's training blocks (ablate/data/lm_blocks.py, lm_datamodule.py): the
+    stream of every sentence and its EOS cut into (stream - 1) // L blocks of L predicted tokens, batched
+    ``max_tokens // L`` (at least one) blocks a batch, a short last batch left out. ``pairs`` are blocks."""
+    stream = sum(int(n) for n in tgt_lengths) + len(tgt_lengths)
+    blocks = (stream - 1) // int(block) if stream > 1 else 0
+    per_batch = max(1, int(max_tokens) // int(block))
+    batches = blocks // per_batch if blocks >= per_batch else min(blocks, 1)  # one short batch is kept
+    return EpochStats(pairs=blocks, target_tokens=min(blocks, batches * per_batch) * int(block), batches=batches)
 
 
 def steps_per_epoch(stats: EpochStats, devices: int, accumulate: int) -> int:

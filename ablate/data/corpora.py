@@ -177,7 +177,10 @@ class GeneratedCorpus(Corpus):
 
 
 def _split_files(spec: Any, base: Path, src_lang: str, tgt_lang: str) -> tuple[Path, Path]:
-    """A split given as a prefix (``data/train`` -> data/train.en, data/train.de), [src, tgt] or {src, tgt}."""
+    """A split given as a prefix (``data/train`` -> data/train.en, data/train.de), [src, tgt], {src, tgt} or
+    {text}: one plain-text file read as both sides (a language model reads the target side only)."""
+    if isinstance(spec, Mapping) and "text" in spec:
+        return base / str(spec["text"]), base / str(spec["text"])
     if isinstance(spec, str):
         prefix = base / spec
         return prefix.with_name(f"{prefix.name}.{src_lang}"), prefix.with_name(f"{prefix.name}.{tgt_lang}")
@@ -188,7 +191,8 @@ def _split_files(spec: Any, base: Path, src_lang: str, tgt_lang: str) -> tuple[P
 
 @CORPORA.register("textfiles")
 class TextFiles(FileCorpus):
-    """Local parallel files: data.args = {train: PREFIX | [src, tgt], valid: ..., test: ...}, relative to root."""
+    """Local files: data.args = {train: PREFIX | [src, tgt] | {text: FILE}, valid: ..., test: ...}, relative to
+    root; {text: FILE} is plain text for a language model."""
 
     options = {
         "train": Option(SplitFiles, help="training files", required=True),

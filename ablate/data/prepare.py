@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 import sentencepiece as spm
 
 from ablate.atomic import atomic_write_json, folder_problem
-from ablate.data.budget import EpochStats, epoch_stats
+from ablate.data.budget import EpochStats, epoch_stats, lm_epoch_stats
 from ablate.data.catalog import build_corpus
 from ablate.data.errors import DataError
 from ablate.data.rawtext import read_chunks, write_raw
@@ -159,6 +159,16 @@ class Prepared:
             "epoch_stats",
             key,
             lambda: asdict(epoch_stats(train.src_lengths, train.tgt_lengths, max_tokens, **bucketing)),
+        )
+        return EpochStats(**stats)
+
+    def lm_epoch_stats(self, max_tokens: int, block: int) -> EpochStats:
+        """A language model's epoch: its training blocks of ``block`` tokens at ``max_tokens`` (stored too)."""
+        train = self.split("train")
+        stats = self._stored(
+            "lm_epoch_stats",
+            f"{block}/{max_tokens}",
+            lambda: asdict(lm_epoch_stats(train.tgt_lengths, block, max_tokens)),
         )
         return EpochStats(**stats)
 

@@ -36,7 +36,8 @@ SPLITS = ("train", "valid", "test")
 
 
 class SplitFiles:
-    """Option type of a split's files: a prefix (``train`` -> train.en, train.de), [src, tgt] or {src, tgt}."""
+    """Option type of a split's files: a prefix (``train`` -> train.en, train.de), [src, tgt], {src, tgt} or
+    {text}: one plain-text file, a line a document, for a language model (which reads the target side)."""
 
 
 @dataclass(frozen=True)
@@ -162,9 +163,12 @@ def _check_value(key: str, option: Option, value: Any) -> None:
         ok = isinstance(value, str) or (
             isinstance(value, list | tuple) and len(value) == 2 and all(isinstance(v, str) for v in value)
         )
-        ok = ok or (isinstance(value, Mapping) and set(value) == {"src", "tgt"})
+        ok = ok or (isinstance(value, Mapping) and set(value) in ({"src", "tgt"}, {"text"}))
         if not ok:
-            what = f"give a file prefix, [source file, target file] or {{src: ..., tgt: ...}}; got {value!r}"
+            what = (
+                "give a file prefix, [source file, target file], {src: ..., tgt: ...} or, for a language model, "
+                f"{{text: FILE}} (one plain-text file); got {value!r}"
+            )
             raise OptionError(key, what)
         return
     if kind is float:

@@ -109,7 +109,7 @@ def final_metrics(
             **_timing(timing or {}, monitor.train_seconds, time.monotonic() - t_eval),
             "step": step,
             "epoch": passes_completed(trainer),  # whole passes over the training data (budget_epochs: the fraction)
-            **(_budget(budget) if cfg.model.arch != "decoder" else {"budget": "train.max_steps"}),
+            **_budget(budget),
             "checkpoint": used,
             "checkpoint_step": used_step,
             "wandb_run_id": run_id if wandb_mode(cfg.logging.wandb) != "disabled" else None,

@@ -219,11 +219,17 @@ def resolve_budget(cfg: DictConfig, prepared: Any) -> Any:
     from ablate.data.budget import resolve
     from ablate.devices import devices_of
 
-    stats = prepared.epoch_stats(int(cfg.data.max_tokens), float(cfg.data.bucket_ratio), int(cfg.data.batch_multiple))
+    if cfg.model.arch == "decoder":  # a language model's epoch is its training blocks
+        stats = prepared.lm_epoch_stats(int(cfg.data.max_tokens), int(cfg.data.block_size))
+    else:
+        stats = prepared.epoch_stats(
+            int(cfg.data.max_tokens), float(cfg.data.bucket_ratio), int(cfg.data.batch_multiple)
+        )
     devices = devices_of(cfg.trainer, count_visible=True)
     budget = resolve(cfg.train, stats, devices, int(cfg.train.accumulate_grad_batches))
     if rank_zero_only.rank == 0 and (cfg.logging.progress_bar or budget.rule != "train.max_steps"):
-        print(f"[train] {budget.line()} ({stats.pairs:,} pairs, {devices} device(s))", file=sys.stderr, flush=True)
+        unit = "blocks" if cfg.model.arch == "decoder" else "pairs"
+        print(f"[train] {budget.line()} ({stats.pairs:,} {unit}, {devices} device(s))", file=sys.stderr, flush=True)
     return budget
 
 

@@ -56,3 +56,12 @@ def test_bad_budgets_are_refused_at_load(overrides, message):
 def test_an_earlier_layers_max_steps_gives_way_to_a_later_budget():
     cfg = load_config(MINI, ["train.epochs=2"])  # the experiment file sets train.max_steps
     assert cfg.train.epochs == 2.0 and cfg.train.max_steps == 600
+
+
+def test_a_language_models_epoch_is_its_whole_batches_of_blocks():
+    from ablate.data.budget import lm_epoch_stats
+
+    # 10 sentences of 9 tokens + EOS: a stream of 100, 99 predicted tokens, 6 blocks of 16; 2 a batch
+    assert lm_epoch_stats([9] * 10, 16, 32) == EpochStats(pairs=6, target_tokens=6 * 16, batches=3)
+    assert lm_epoch_stats([9] * 10, 16, 80) == EpochStats(pairs=6, target_tokens=5 * 16, batches=1)  # 1 left out
+    assert lm_epoch_stats([9] * 10, 16, 160) == EpochStats(pairs=6, target_tokens=6 * 16, batches=1)  # one short

@@ -92,3 +92,41 @@ def test_a_corpus_that_cannot_fill_a_block_is_one_line_and_nothing_is_written(
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and message in err[-1] and err[-1].startswith("error:")
     assert not out.exists()
+
+
+def test_a_language_model_reads_plain_text_files(tmp_path: Path) -> None:
+    """textfiles with {text: FILE}: one plain-text file a split, a line a document, no second language."""
+    import random
+
+    rng = random.Random(0)
+    words = [f"w{i}" for i in range(60)]
+    for split, n in (("train", 400), ("valid", 60), ("test", 60)):
+        lines = (" ".join(rng.choices(words, k=rng.randint(4, 12))) for _ in range(n))
+        (tmp_path / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "run"
+    text = "data.args={train: {text: train.txt}, valid: {text: valid.txt}, test: {text: test.txt}}"
+    base = [o for o in LM_RUN if not o.startswith("data.args.")]
+    corpus = ["data.corpus=textfiles", f"data.root={tmp_path}", text, "data.vocab_size=64"]  # 60 words
+    assert main(["train", str(MINI), *base, *corpus, "train.max_steps=4", "--output", str(out)]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert math.isfinite(metrics["val/ppl@32"]) and metrics["val/bpc"] > 0
+
+
+def test_a_language_models_budget_in_epochs_counts_passes_over_its_blocks(tmp_path: Path) -> None:
+    """train.epochs on a language model: an epoch is one pass over its training blocks, as its data module
+    batches them (a short last batch left out), and the run trains the steps that come to."""
+    from ablate.config import load_config
+    from ablate.data.lm_datamodule import LanguageModelDataModule
+    from ablate.data.prepare import prepare_data
+
+    cfg = load_config(MINI, [*LM_RUN, "train.epochs=0.1"])
+    prepared = prepare_data(cfg.data)
+    stats = prepared.lm_epoch_stats(int(cfg.data.max_tokens), 16)
+    dm = LanguageModelDataModule.for_config(cfg, prepared)
+    dm.setup("fit")
+    assert stats.batches == dm.train_sampler.num_batches() and stats.pairs == len(dm.blocks("train"))
+    out = tmp_path / "run"
+    assert main(["train", str(MINI), *LM_RUN, "train.epochs=0.1", "--output", str(out)]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["step"] == round(0.1 * stats.batches) and metrics["budget"] == "train.epochs"
+    assert metrics["budget_epochs"] == pytest.approx(metrics["step"] / stats.batches)

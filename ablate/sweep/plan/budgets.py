@@ -23,19 +23,21 @@ _STATS: dict[str, EpochStats | None] = {}
 def trial_budget(config: Mapping[str, Any]) -> Budget:
     """The budget of a trial's resolved config (steps None: set in epochs or tokens, data not prepared)."""
     train = config["train"]
-    stats = data_stats(config["data"])
+    lm = (config.get("model") or {}).get("arch") == "decoder"
+    stats = data_stats(config["data"], lm)
     return resolve(train, stats, devices_of(config["trainer"]), int(train["accumulate_grad_batches"]))
 
 
-def data_stats(data: Mapping[str, Any]) -> EpochStats | None:
-    """One training epoch of this data section, if its prepared folder is in the cache."""
-    key = json.dumps([data, os.environ.get("ABLATE_CACHE")], sort_keys=True, default=str)
+def data_stats(data: Mapping[str, Any], lm: bool = False) -> EpochStats | None:
+    """One training epoch of this data section (``lm``: a language model's, of blocks), if its prepared
+    folder is in the cache."""
+    key = json.dumps([data, lm, os.environ.get("ABLATE_CACHE")], sort_keys=True, default=str)
     if _STATS.get(key) is None:  # a miss is asked again: the data may have been prepared since
-        _STATS[key] = _find(data)
+        _STATS[key] = _find(data, lm)
     return _STATS[key]
 
 
-def _find(data: Mapping[str, Any]) -> EpochStats | None:
+def _find(data: Mapping[str, Any], lm: bool) -> EpochStats | None:
     from omegaconf import OmegaConf
 
     from ablate.data.errors import DataError
@@ -47,5 +49,7 @@ def _find(data: Mapping[str, Any]) -> EpochStats | None:
         return None
     if prepared is None:
         return None
+    if lm:  # a language model's epoch: its training blocks
+        return prepared.lm_epoch_stats(int(data["max_tokens"]), int(data["block_size"]))
     bucketing = float(data.get("bucket_ratio", 0.0)), int(data.get("batch_multiple", 1))
     return prepared.epoch_stats(int(data["max_tokens"]), *bucketing)

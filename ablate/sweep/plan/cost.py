@@ -68,14 +68,17 @@ def estimate(sweep: Sweep, t: Trial) -> dict[str, Any]:
         step_s = accumulate * step_seconds(flops / budget.steps / devices / accumulate, assumption)
         device_s = step_s * budget.steps * devices
     planned = {} if split is None else _planned(split, step_s)
+    target_tokens = budget.target_tokens
+    if target_tokens is None and lm and budget.steps:  # its data not prepared yet: the blocks of its steps
+        target_tokens = float(per_step) * budget.steps
     return {
         **describe_trial(t),
         "params": int(count_parameters(model, vocab_size)),
         "tokens_per_step": per_step,
         "steps": budget.steps,
         "budget": budget.rule,
-        "epochs": None if lm else budget.epochs,  # the translator's pairs: not a language model's blocks
-        "target_tokens": float(per_step) * budget.steps if lm and budget.steps else budget.target_tokens,
+        "epochs": budget.epochs,  # a language model's: passes over its training blocks
+        "target_tokens": target_tokens,
         "devices": devices,
         "flops": flops,
         "device_hours": device_s / 3600.0 if device_s is not None else None,
