@@ -4,10 +4,11 @@ Press, Smith and Lewis (2022, "Train Short, Test Long: Attention with Linear Bia
 Extrapolation", ICLR; arXiv 2108.12409, appendix Table 3) trained WikiText-103 language models that differ
 only in their position method on L = 1,024 tokens, one run each, and printed their validation perplexity
 at longer inputs. Their nearest inputs to L, 2L and 4L are 1,024, 2,024 and 4,024 tokens; those three
-columns are kept here, as printed. They ran no learned positions and no NoPE model: those rows get none.
+columns are kept here, as printed (read from a transcription of the table; check a cell against the
+paper before quoting it). They ran no learned positions and no NoPE model: those rows get none.
 
-Their models (16 layers, a word-level vocabulary, 10^5 x more tokens) and ours share nothing but the
-position method, so the figures are directions to compare, never targets. Two directions are printed:
+Their models (far larger, word-level, trained on WikiText-103's 103M tokens of long articles) and ours
+share nothing but the position method, so the figures are directions to compare, never targets. Two directions are printed:
 
 * **against sinusoidal**, at each length: does the row's PPL change against the base row have their
   sign? Counted where their |Δ| is at least MIN_DELTA (rotary against sinusoidal at L: -0.01 is noise);
@@ -94,11 +95,16 @@ def _multiple(table: Table3, n: int) -> int | None:
     return n // block if block and n % block == 0 and n // block in MULTIPLES else None
 
 
+def _at(table: Table3, m: int) -> int | None:
+    """Our evaluation length that is m x L, if the table measured one."""
+    return next((n for n in _lengths(table) if _multiple(table, n) == m), None)
+
+
 def _ours(table: Table3, row: ReportRow, m: int) -> float | None:
     """Our mean PPL of ``row`` at m x L (the PPL column at L), None where not measured or out of reach."""
     if m == 1:
         return row.ppl.mean if row.ppl else None
-    n = next((n for n in _lengths(table) if _multiple(table, n) == m), None)
+    n = _at(table, m)
     stat = row.lengths.get(n) if n is not None else None
     return stat.mean if isinstance(stat, Stat) else None
 
@@ -136,10 +142,6 @@ def agreement(table: Table3) -> dict[str, Any]:
             tally[1] += 1
         out["past_L"] = {"to": f"{far}L", "agree": tally[0], "counted": tally[1]}
     return out
-
-
-def _at(table: Table3, m: int) -> int | None:
-    return next((n for n in _lengths(table) if _multiple(table, n) == m), None)
 
 
 def lines(table: Table3) -> list[str]:
