@@ -8,7 +8,8 @@ columns are kept here, as printed (read from a transcription of the table; check
 paper before quoting it). They ran no learned positions and no NoPE model: those rows get none.
 
 Their models (far larger, word-level, trained on WikiText-103's 103M tokens of long articles) and ours
-share nothing but the position method, so the figures are directions to compare, never targets. Two directions are printed:
+share nothing but the position method, so the figures are directions to compare, never targets. Two
+directions are printed:
 
 * **against sinusoidal**, at each length: does the row's PPL change against the base row have their
   sign? Counted where their |Δ| is at least MIN_DELTA (rotary against sinusoidal at L: -0.01 is noise);
