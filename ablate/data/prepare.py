@@ -35,6 +35,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -147,30 +148,21 @@ class Prepared:
             )
         )
 
-    def epoch_stats(self, max_tokens: int, bucket_ratio: float = 0.0, batch_multiple: int = 1) -> EpochStats:
+    def epoch_stats(
+        self, max_tokens: int, bucket_ratio: float = 0.0, batch_multiple: int = 1, block: int | None = None
+    ) -> EpochStats:
         """Pairs, target tokens and batches of one training epoch at ``max_tokens`` (stored in meta.json on
         first use, like the floor: the dry run reads them without batching the data again); bucketed
-        batches (``data.bucket_ratio``, ``data.batch_multiple``) under a key of their own."""
+        batches (``data.bucket_ratio``, ``data.batch_multiple``) under a key of their own; ``block``: a
+        language model's epoch of training blocks of that many tokens (its "pairs" are blocks)."""
         train = self.split("train")
         bucketing = self.bucketing(bucket_ratio, batch_multiple)
         plain = bucket_ratio <= 1 and batch_multiple <= 1
         key = str(max_tokens) if plain else f"{max_tokens}/{bucket_ratio:g}/{batch_multiple}"
-        stats = self._stored(
-            "epoch_stats",
-            key,
-            lambda: asdict(epoch_stats(train.src_lengths, train.tgt_lengths, max_tokens, **bucketing)),
-        )
-        return EpochStats(**stats)
-
-    def lm_epoch_stats(self, max_tokens: int, block: int) -> EpochStats:
-        """A language model's epoch: its training blocks of ``block`` tokens at ``max_tokens`` (stored too)."""
-        train = self.split("train")
-        stats = self._stored(
-            "lm_epoch_stats",
-            f"{block}/{max_tokens}",
-            lambda: asdict(lm_epoch_stats(train.tgt_lengths, block, max_tokens)),
-        )
-        return EpochStats(**stats)
+        compute = partial(epoch_stats, train.src_lengths, train.tgt_lengths, max_tokens, **bucketing)
+        if block is not None:
+            key, compute = f"lm/{block}/{max_tokens}", partial(lm_epoch_stats, train.tgt_lengths, block, max_tokens)
+        return EpochStats(**self._stored("epoch_stats", key, lambda: asdict(compute())))
 
     def bucketing(self, bucket_ratio: float = 0.0, batch_multiple: int = 1) -> dict[str, Any]:
         """The training sampler's bucketing keywords for this data (lengths capped at its max_len)."""

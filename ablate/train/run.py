@@ -220,7 +220,7 @@ def resolve_budget(cfg: DictConfig, prepared: Any) -> Any:
     from ablate.devices import devices_of
 
     if cfg.model.arch == "decoder":  # a language model's epoch is its training blocks
-        stats = prepared.lm_epoch_stats(int(cfg.data.max_tokens), int(cfg.data.block_size))
+        stats = prepared.epoch_stats(int(cfg.data.max_tokens), block=int(cfg.data.block_size))
     else:
         stats = prepared.epoch_stats(
             int(cfg.data.max_tokens), float(cfg.data.bucket_ratio), int(cfg.data.batch_multiple)

@@ -121,7 +121,7 @@ def test_a_language_models_budget_in_epochs_counts_passes_over_its_blocks(tmp_pa
 
     cfg = load_config(MINI, [*LM_RUN, "train.epochs=0.1"])
     prepared = prepare_data(cfg.data)
-    stats = prepared.lm_epoch_stats(int(cfg.data.max_tokens), 16)
+    stats = prepared.epoch_stats(int(cfg.data.max_tokens), block=16)
     dm = LanguageModelDataModule.for_config(cfg, prepared)
     dm.setup("fit")
     assert stats.batches == dm.train_sampler.num_batches() and stats.pairs == len(dm.blocks("train"))

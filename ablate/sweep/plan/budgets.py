@@ -50,6 +50,6 @@ def _find(data: Mapping[str, Any], lm: bool) -> EpochStats | None:
     if prepared is None:
         return None
     if lm:  # a language model's epoch: its training blocks
-        return prepared.lm_epoch_stats(int(data["max_tokens"]), int(data["block_size"]))
+        return prepared.epoch_stats(int(data["max_tokens"]), block=int(data["block_size"]))
     bucketing = float(data.get("bucket_ratio", 0.0)), int(data.get("batch_multiple", 1))
     return prepared.epoch_stats(int(data["max_tokens"]), *bucketing)
