@@ -97,6 +97,9 @@ def length_notes(table: Table3) -> list[str]:
             if isinstance(s := row.lengths.get(n), str):
                 why.setdefault(_REACH.sub("", s), []).append(n)
         lines += [f"{UNREACHED} {row.name} at {', '.join(map(str, ns))}: {text}" for text, ns in why.items()]
+    single = [r.name for r in table.rows if any(isinstance(s, Stat) and s.n < 2 for s in r.lengths.values())]
+    if single:  # no seed-level test, and the bootstrap over blocks runs at L only: no mark means untested
+        lines.append(f"one seed, so no mark at the longer lengths (untested, not undecided): {', '.join(single)}")
     from ablate.report import press
 
     return lines + press.lines(table)

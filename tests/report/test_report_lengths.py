@@ -65,3 +65,14 @@ def test_a_language_models_table_has_no_bleu_columns_even_without_longer_lengths
     translator = make_trial("base", "base", None, state="waiting")
     head = next(line for line in render(build_table([translator], name="t"), "text").splitlines() if "dev PPL" in line)
     assert "dev BLEU (Δ)" in head
+
+
+def test_one_seed_rows_say_their_longer_lengths_are_untested(make_trial) -> None:
+    rows = {"sinusoidal": ("base", {64: 20.0, 128: 24.0}), "alibi": ("positions", {64: 19.0, 128: 18.5})}
+    results = [_lm(make_trial, name, group, ppl, 1) for name, (group, ppl) in rows.items()]
+    table = build_table(results, row_order=list(rows), name="lm")
+    decide(table)
+    alibi = next(r for r in table.rows if r.name == "alibi")
+    assert length_cell(table, alibi, 128).endswith("(-5.56)")  # seed 1 scales both by 1.01; no mark
+    assert any(line.startswith("one seed, so no mark") and "alibi" in line for line in length_notes(table))
+    assert not any("one seed" in line for line in length_notes(_table(make_trial)))  # 4 seeds: tested
