@@ -71,8 +71,9 @@ def lm_epoch_stats(tgt_lengths: Any, block: int, max_tokens: int) -> EpochStats:
     """One epoch of a language model's training blocks (ablate/data/lm_blocks.py, lm_datamodule.py): the
     stream of every sentence and its EOS cut into (stream - 1) // L blocks of L predicted tokens, batched
     ``max_tokens // L`` (at least one) blocks a batch, a short last batch left out. ``pairs`` are blocks."""
-    stream = sum(int(n) for n in tgt_lengths) + len(tgt_lengths)
-    blocks = (stream - 1) // int(block) if stream > 1 else 0
+    from ablate.data.lm_blocks import stream_tokens, whole_blocks  # numpy: not for the dry run's import
+
+    blocks = whole_blocks(stream_tokens(tgt_lengths), int(block))
     per_batch = max(1, int(max_tokens) // int(block))
     batches = blocks // per_batch if blocks >= per_batch else min(blocks, 1)  # one short batch is kept
     return EpochStats(pairs=blocks, target_tokens=min(blocks, batches * per_batch) * int(block), batches=batches)

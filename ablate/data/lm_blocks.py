@@ -43,9 +43,19 @@ class Blocks:
         return len(self.rows) * self.length
 
 
+def stream_tokens(tgt_lengths: object) -> int:
+    """Tokens in the stream of a split whose sentences have these target lengths (each followed by EOS)."""
+    return sum(int(n) for n in tgt_lengths) + len(tgt_lengths)  # type: ignore[arg-type]
+
+
+def whole_blocks(n_tokens: int, length: int) -> int:
+    """Blocks of ``length`` a stream of ``n_tokens`` holds (each length + 1 tokens, one shared with the next)."""
+    return (n_tokens - 1) // length if n_tokens > 1 else 0
+
+
 def blocks(stream: np.ndarray, length: int, where: str = "the stream") -> Blocks:
     """``stream`` cut into blocks of ``length`` (see the module doc); a DataError when not one fits."""
-    n = (len(stream) - 1) // length if len(stream) > 1 else 0
+    n = whole_blocks(len(stream), length)
     if n < 1:
         raise DataError(
             f"{where}: {len(stream):,} tokens cannot hold one block of {length} (+1) tokens; lower data.block_size "

@@ -189,12 +189,12 @@ def _token_counts(config: Mapping[str, Any], shard: Any) -> list[int]:
     """The predicted tokens behind each line of ``outputs/<split>.nll``: a sentence's length + EOS; a
     language model's blocks of L (data.block_size) cut from the stream of sentences each followed by EOS
     (ablate/data/lm_blocks.py: (stream - 1) // L whole blocks, the tail left out)."""
-    lengths = [int(n) for n in shard.tgt_lengths]
     if _unit(config) == "sentences":
-        return [n + 1 for n in lengths]  # + EOS
+        return [int(n) + 1 for n in shard.tgt_lengths]  # + EOS
+    from ablate.data.lm_blocks import stream_tokens, whole_blocks
+
     block = int((config.get("data") or {}).get("block_size") or 0)
-    stream = sum(lengths) + len(lengths)
-    return [block] * ((stream - 1) // block) if block > 0 and stream > 1 else []
+    return [block] * whole_blocks(stream_tokens(shard.tgt_lengths), block) if block > 0 else []
 
 
 def _bleu_boot(pairs: list[tuple[Any, Any]], dev: DevData, split: str, n_resamples: int) -> Comparison | str:

@@ -5,8 +5,7 @@ A language model trial (``model.arch: decoder``) records ``val/ppl@N`` for every
 shows L in its usual PPL column and adds a column per longer length: mean ± std over seeds, the change
 against base and its mark, decided as the PPL column's are (paired over seeds on the log scale, Holm or BH
 over the table's rows at that length, the same equivalence margin). A row whose positions cannot reach a
-length (learned positions past ``model.max_positions``) shows ``—`` there, and the legend says why.
-"""
+length (learned positions past ``model.max_positions``) shows ``—`` there, and the legend says why."""
 
 from __future__ import annotations
 
@@ -14,6 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ablate.report import press
 from ablate.report.rows import ReportRow, Stat, Table3
 
 UNREACHED = "—"  # the row's positions cannot reach this length
@@ -100,8 +100,6 @@ def length_notes(table: Table3) -> list[str]:
     single = [r.name for r in table.rows if any(isinstance(s, Stat) and s.n < 2 for s in r.lengths.values())]
     if single:  # no seed-level test, and the bootstrap over blocks runs at L only: no mark means untested
         lines.append(f"one seed, so no mark at the longer lengths (untested, not undecided): {', '.join(single)}")
-    from ablate.report import press
-
     return lines + press.lines(table)
 
 
@@ -116,8 +114,6 @@ def with_length_columns(
     """A ``PPL@N (Δ)`` column per extra length where the BLEU columns start (``bleu``: the format's BLEU
     headers, first one first), then Press et al.'s reference column when it applies (report/press.py); a
     language model's table (or one without BLEU) loses the BLEU columns that follow."""
-    from ablate.report import press
-
     lengths = extra_lengths(table)
     if not lengths and not table.language_model:
         return headers, body
@@ -138,8 +134,6 @@ def with_length_columns(
 def length_record(row: ReportRow, table: Table3 | None = None) -> dict[str, Any]:
     """The JSON (and CSV) of a row's longer lengths: ``ppl@N`` mean, std, mark, or why it is missing; Press
     et al.'s figures for the row where the table has them."""
-    from ablate.report import press
-
     out: dict[str, Any] = press.record(table, row) if table is not None and press.applies(table) else {}
     for n, stat in sorted(row.lengths.items()):
         ok = isinstance(stat, Stat)

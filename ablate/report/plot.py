@@ -21,7 +21,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from ablate.report import press
 from ablate.report.cells import mark, row_label, units
+from ablate.report.lengths import extra_lengths
 from ablate.report.paper import GROUP_TITLES, PAPER
 from ablate.report.rows import ReportRow, Stat, Table3
 from ablate.report.search_view import title
@@ -81,8 +83,6 @@ def _estimate_pct(row: ReportRow, metric: str, base: Stat | None) -> tuple[float
 
 def _bars(table: Table3, rows: list[ReportRow], metric: str, ax, bar: float) -> list[tuple]:
     """(y, value %, color, style, interval %, label) of each bar; rows without one get a note."""
-    from ablate.report import press
-
     ours_base = getattr(table.base, metric) if table.base else None
     colors = group_colors(rows)
     out: list[tuple] = []
@@ -109,8 +109,6 @@ def _bars(table: Table3, rows: list[ReportRow], metric: str, ax, bar: float) -> 
 def _length_bars(table: Table3, rows: list[ReportRow], n: int, ax, bar: float) -> list[tuple]:
     """A language model's panel at length ``n``: ours (the mean's change, the length's mark; out of reach
     said on the bar's place) and Press et al.'s change against sinusoidal there (hatched), where they have one."""
-    from ablate.report import press
-
     base = table.base.lengths.get(n) if table.base else None
     colors = group_colors(rows)
     out: list[tuple] = []
@@ -210,12 +208,9 @@ def plot_table(table: Table3, path: str | Path) -> Path:
     fig = Figure(figsize=(13, 1.6 + 0.36 * max(len(rows), 1) + (1.2 if warning else 0)), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, 2, sharey=True)
-    lengths = sorted({n for r in table.rows for n in r.lengths})  # a language model's: its longest beside L
-    second = f"ppl@{lengths[-1]}" if lengths else "bleu"
-    for ax, metric, better in zip(
-        axes, ("ppl", second), ("lower is better", "higher is better" if second == "bleu" else "lower is better")
-    ):
-        _plot_metric(ax, table, rows, metric, better)
+    lengths = extra_lengths(table)  # a language model's: its longest beside L, in BLEU's place
+    for ax, metric in zip(axes, ("ppl", f"ppl@{lengths[-1]}" if lengths else "bleu")):
+        _plot_metric(ax, table, rows, metric, "higher is better" if metric == "bleu" else "lower is better")
     axes[0].set_yticks(list(range(len(rows))), [row_label(r) for r in rows], fontsize=9)
     axes[0].invert_yaxis()  # first row of the sweep at the top, as in the table
     # Thin lines between groups, as the paper's table separates them.

@@ -88,6 +88,7 @@ def record(table: Table3, row: ReportRow) -> dict[str, Any]:
 
 
 def _lengths(table: Table3) -> list[int]:
+    """The lengths beyond the training block some row measured (lengths.extra_lengths, which imports this)."""
     return sorted({n for r in table.rows for n in r.lengths})
 
 
@@ -115,14 +116,15 @@ def agreement(table: Table3) -> dict[str, Any]:
     past L: rows whose PPL moves from L to the longest multiple measured as theirs does."""
     base = table.base
     out: dict[str, Any] = {"against_base": {}, "past_L": None}
-    rows = [r for r in table.rows if figures(table, r) and r.learned is not False]
+    theirs_of = {r.name: found[1] for r in table.rows if r.learned is not False and (found := figures(table, r))}
+    rows = [r for r in table.rows if r.name in theirs_of]
     if base is None or base.learned is False or not rows:  # base learned nothing: no direction to compare
         return out
     for k, m in enumerate(MULTIPLES):
         tally = [0, 0, 0]
         for row in rows:
             ours, mine = _ours(table, row, m), _ours(table, base, m)
-            theirs = figures(table, row)[1][k] - _FIGURES[BASELINE][1][k]
+            theirs = theirs_of[row.name][k] - _FIGURES[BASELINE][1][k]
             if row.is_base or ours is None or mine is None or abs(theirs) < MIN_DELTA:
                 continue
             tally[0] += _sign(ours - mine) == _sign(theirs)
@@ -136,7 +138,7 @@ def agreement(table: Table3) -> dict[str, Any]:
         tally = [0, 0]
         for row in rows:
             start, end = _ours(table, row, 1), _ours(table, row, far)
-            theirs = figures(table, row)[1][MULTIPLES.index(far)] - figures(table, row)[1][0]
+            theirs = theirs_of[row.name][MULTIPLES.index(far)] - theirs_of[row.name][0]
             if start is None or end is None or abs(theirs) < MIN_DELTA:
                 continue
             tally[0] += _sign(end - start) == _sign(theirs)

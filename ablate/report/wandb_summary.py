@@ -107,7 +107,7 @@ def _search_cells(row: Any) -> dict[str, Any]:
 
 def table_rows(table: Table3) -> list[list[Any]]:
     """The report's rows as wandb.Table data (settings as text, unchanged settings empty)."""
-    out = []
+    out, columns = [], table_columns(table)
     for row in table.rows:
         rec = row_record(row, table)
         shown = row.settings if row.is_base and row.settings else row.changed
@@ -116,7 +116,7 @@ def table_rows(table: Table3) -> list[list[Any]]:
         rec["paper_params_m"] = float(rec["paper_params_m"]) if rec["paper_params_m"] is not None else None
         if table.search is not None:
             rec.update(_search_cells(row))
-        out.append([rec.get(c) for c in table_columns(table)])  # a row not measured at a length has none
+        out.append([rec.get(c) for c in columns])  # a row not measured at a length has none
     return out
 
 
