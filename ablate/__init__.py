@@ -1,4 +1,4 @@
-"""ablate: architecture ablations of encoder-decoder Transformers for machine translation.
+"""ablate: architecture ablations of Transformers (encoder-decoder translators and decoder-only language models).
 
 Public API (kept import-light: torch and Lightning load only when used)::
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import ablate.families  # noqa: F401  (registers the built-in model families; torch-free, light)
 from ablate.registry import Registry, RegistryError
 
 __version__ = "0.1.0"

@@ -123,7 +123,13 @@ def all_registries() -> dict[str, Registry[Any]]:
     return dict(_ALL)
 
 
-BUILTIN_MODULES = ("ablate.model", "ablate.data.catalog", "ablate.sweep.launch")  # they fill ablate's registries
+# They fill ablate's registries (the recipe's two are torch-free: their classes import torch when they build).
+BUILTIN_MODULES = (
+    "ablate.model",
+    "ablate.data.catalog",
+    "ablate.sweep.launch",
+    "ablate.recipe",
+)
 
 
 def load_builtin_registries() -> dict[str, Registry[Any]]:

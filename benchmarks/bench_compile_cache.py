@@ -23,11 +23,11 @@ STEP = """
 import time, torch
 from ablate.config import load_config
 from ablate.train.run import system_kwargs
-from ablate.train.system import TranslationSystem
+from ablate.train.system import TransformerSystem
 cfg = load_config(overrides=["model.d_model=64", "model.n_heads=4", "model.d_ff=128", "model.n_layers=2",
                              "model.dropout=0.0", "train.compile=true"])
 torch.manual_seed(0)
-system = TranslationSystem(**system_kwargs(cfg, 64))
+system = TransformerSystem(**system_kwargs(cfg, 64))
 batch = {"src": torch.randint(4, 64, (8, 21)), "tgt_in": torch.randint(4, 64, (8, 20)),
          "tgt_out": torch.randint(4, 64, (8, 20))}
 t0 = time.perf_counter()

@@ -90,10 +90,10 @@ def build(experiment: str, mode: str, vocab: int, device, overrides: list[str]):
     from ablate.config import load_config
     from ablate.train.graphs import step_features
     from ablate.train.run import system_kwargs
-    from ablate.train.system import TranslationSystem
+    from ablate.train.system import TransformerSystem
 
     cfg = load_config(ROOT / "experiments" / experiment, overrides=overrides)
-    system = TranslationSystem(**system_kwargs(cfg, vocab)).to(device)
+    system = TransformerSystem(**system_kwargs(cfg, vocab)).to(device)
     if mode != "eager":  # the trial's own choice of forward, forced on here (a CPU try runs the same calls)
         graphs = mode == "graphs"
         system._features = step_features(system.model.features, compile=not graphs, cuda_graphs=graphs, on_cuda=True)

@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader
 from ablate.config import model_section
 from ablate.config.size import train_flops
 from ablate.train.schedule import noam_scheduler
-from ablate.train.system import TranslationSystem
+from ablate.train.system import TransformerSystem
 
 PAD, BOS, EOS = 0, 2, 3
 
@@ -68,7 +68,7 @@ class Timer(pl.Callback):
 
 
 def run_lightning(cfg: dict, vocab: int, batches: list, warmup: int, init: dict) -> float:
-    system = TranslationSystem(model=cfg, vocab_size=vocab, warmup_steps=4000)
+    system = TransformerSystem(model=cfg, vocab_size=vocab, warmup_steps=4000)
     system.model.load_state_dict(init)
     timer = Timer(warmup)
     trainer = pl.Trainer(

@@ -4,7 +4,7 @@ Prints ratios measured in one run (a shared machine drifts between runs; the rat
 Each round times every contender once, interleaved; the figure is the median over rounds of the
 per-round ratio, with the lowest and highest round beside it.
 
-1. Training, target tokens/s: ablate's TranslationSystem under a Lightning Trainer (with a trial's
+1. Training, target tokens/s: ablate's TransformerSystem under a Lightning Trainer (with a trial's
    process set-up, ablate.train.host) vs the plain loop of plain_reference.py (own modules with SDPA,
    full-logits label-smoothed cross-entropy), each in its own process, same model shape, same batches
    from ablate's own TokenBucketBatchSampler. The fair peer is the plain loop **with the same host
@@ -46,7 +46,7 @@ from ablate.eval.corpus import bleu_set  # noqa: E402
 from ablate.eval.decode import beam_search  # noqa: E402
 from ablate.eval.settings import DecodeSettings  # noqa: E402
 from ablate.train.host import keep_freed_memory  # noqa: E402
-from ablate.train.system import TranslationSystem, load_system  # noqa: E402
+from ablate.train.system import TransformerSystem, load_system  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -113,7 +113,7 @@ def run_ablate(cfg, vocab: int, batches: list, warmup: int) -> float:
                 times.append(time.perf_counter() - self.t)
 
     torch.manual_seed(0)
-    system = TranslationSystem(
+    system = TransformerSystem(
         model=dict(cfg.model), vocab_size=vocab, label_smoothing=float(cfg.train.label_smoothing)
     )
     trainer = pl.Trainer(
@@ -228,7 +228,7 @@ def decoding_model(cfg, vocab: int, args: argparse.Namespace, prepared) -> torch
         return load_system(Path(args.run) / "checkpoints" / "last.ckpt").model.eval()
     torch.manual_seed(0)
     t = cfg.train
-    system = TranslationSystem(
+    system = TransformerSystem(
         model=dict(cfg.model),
         vocab_size=vocab,
         label_smoothing=float(t.label_smoothing),

@@ -35,14 +35,14 @@ def main() -> int:
     from ablate.config import load_config
     from ablate.train.fast import enable_tf32
     from ablate.train.run import system_kwargs
-    from ablate.train.system import TranslationSystem
+    from ablate.train.system import TransformerSystem
 
     cuda = torch.cuda.is_available()
     device = torch.device("cuda" if cuda else "cpu")
     bench_gpu.TOKENS_PER_SIDE = args.tokens
     enable_tf32()
     cfg = load_config(ROOT / "experiments" / args.experiment)
-    system = TranslationSystem(**system_kwargs(cfg, args.vocab)).to(device)
+    system = TransformerSystem(**system_kwargs(cfg, args.vocab)).to(device)
     opt = system.configure_optimizers()["optimizer"]
     data = bench_gpu.batches(args.steps + args.warmup, args.vocab, device)
     sync = torch.cuda.synchronize if cuda else (lambda: None)

@@ -57,9 +57,10 @@ def isolated_registries(monkeypatch: pytest.MonkeyPatch) -> Any:
     import os
     import sys
 
+    from ablate.family import FAMILIES
     from ablate.model.slots import SLOT_REGISTRIES
 
-    for reg in SLOT_REGISTRIES.values():
+    for reg in [*SLOT_REGISTRIES.values(), FAMILIES]:
         monkeypatch.setattr(reg, "_entries", dict(reg._entries))
         monkeypatch.setattr(reg, "_docs", dict(reg._docs))
     before = list(sys.path)

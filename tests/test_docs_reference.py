@@ -75,6 +75,23 @@ def _commands(parser: argparse.ArgumentParser, prefix: str = "ablate"):
                 yield from _commands(sub, f"{prefix} {name}")
 
 
+def test_every_description_is_a_whole_sentence_and_every_corpus_option_says_what_it_is():
+    """`ablate variants` and the reference show each entry's first docstring line: a docstring whose
+    first sentence runs on to the next line would be cut mid-phrase there."""
+    from ablate.registry import load_builtin_registries
+
+    registries = load_builtin_registries()
+    cut = [
+        f"{kind} {name}: {doc}"
+        for kind, reg in registries.items()
+        for name, doc in reg.describe()
+        if not doc.rstrip().endswith((".", ")"))
+    ]
+    assert cut == []
+    corpora = registries["corpus"]
+    assert [f"{n} {k}" for n in corpora.names() for k, o in corpora.get(n).options.items() if not o.help] == []
+
+
 def test_every_cli_command_and_option_is_listed(ref):
     from ablate.cli import build_parser
 
@@ -91,6 +108,7 @@ def test_every_cli_command_and_option_is_listed(ref):
 
 def test_every_sweep_file_key_and_block_is_listed(ref):
     from ablate.registry import load_builtin_registries
+    from ablate.sweep.file.expand import ROW_KEYS
     from ablate.sweep.file.search_spec import PARAM_KEYS, SEARCH_KEYS
     from ablate.sweep.file.seeds_spec import AdaptiveSeeds
     from ablate.sweep.file.spec_checks import SWEEP_KEYS
@@ -98,6 +116,8 @@ def test_every_sweep_file_key_and_block_is_listed(ref):
     page = sections(ref.sweep_file_page())
     for key in SWEEP_KEYS:
         assert f"| `{key}` |" in page["Top-level keys"], key
+    for key in ROW_KEYS:  # each row key with its meaning
+        assert re.search(rf"^\| `{key}` \| \S", page["Rows"], re.M), key
     for block in load_builtin_registries()["sweep block"].names():
         assert f"| `{block}` |" in page["Blocks"], block
     for key in SEARCH_KEYS:
@@ -137,3 +157,15 @@ def test_every_reference_page_is_in_the_nav_and_api_entries_resolve(ref):
 )
 def test_md_escapes_outside_code_spans(ref, text, markdown):
     assert ref.md(text) == markdown
+
+
+def test_the_pages_read_without_mkdocs(ref, tmp_path, capsys):
+    """`python docs/hooks/reference.py PAGE` prints a page, `--out DIR` writes them all: the README's way to
+    read the reference on a fresh clone; an unknown page is one line and exit 2."""
+    assert ref.main(["config"]) == 0
+    assert capsys.readouterr().out.strip() == ref.config_page().strip()
+    assert ref.main(["--out", str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(Path(p).name for p in ref.PAGES)
+    assert ref.main(["nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: no reference page 'nope'")

@@ -13,8 +13,9 @@ one H200 or four A100s is the same trial; another global batch is another trial.
 
 The memory model (:func:`peak_bytes`) is fitted, not probed: a probe step would need the GPU at
 planning time, and the dry run plans on a laptop. Peak = 16 bytes a parameter (fp32 weights and
-gradients, Adam's two moments) + a device's tokens a side x the bytes one token keeps for the
-backward pass: per encoder layer 10 d_model + 2 d_ff values, per decoder layer 16 d_model + 2 d_ff
+gradients, Adam's two moments; 8 + 4 x the floats of state ``train.optimizer`` declares for another)
++ a device's tokens a side x the bytes one token keeps for the backward pass: per encoder layer
+10 d_model + 2 d_ff values, per decoder layer 16 d_model + 2 d_ff
 (its cross-attention), and 3 x the vocabulary for the logits (bf16 logits, fp32 log-probabilities),
 2 bytes each (bf16 autocast), times ``ACTIVATION_SCALE``. The scale was fitted to one measurement
 and checked against a second, both on one H200 with bf16 autocast, eager, 6,250 tokens a side
@@ -70,9 +71,18 @@ def activation_bytes_per_token(model: Any, vocab_size: int) -> float:
     return ACTIVATION_SCALE * 2.0 * values
 
 
-def peak_bytes(model: Any, vocab_size: int, params: int, tokens_per_side: int) -> float:
+def peak_bytes(
+    model: Any, vocab_size: int, params: int, tokens_per_side: int, bytes_per_param: float = BYTES_PER_PARAM
+) -> float:
     """Predicted peak memory of one device training a batch of ``tokens_per_side`` tokens a side."""
-    return BYTES_PER_PARAM * params + tokens_per_side * activation_bytes_per_token(model, vocab_size)
+    return bytes_per_param * params + tokens_per_side * activation_bytes_per_token(model, vocab_size)
+
+
+def optimizer_bytes_per_param(train: Mapping[str, Any]) -> float:
+    """fp32 weight and gradient + the state the ``train.optimizer`` keeps (Adam: 2 floats, 16 bytes in all)."""
+    from ablate.recipe import optimizer_of
+
+    return 8.0 + 4.0 * optimizer_of(train.get("optimizer", "adam")).state_floats_per_param
 
 
 def choose_split(
@@ -83,6 +93,7 @@ def choose_split(
     devices: int,
     memory_bytes: float | None,
     min_batch: int = 1,
+    bytes_per_param: float = BYTES_PER_PARAM,
 ) -> Split:
     """The fewest accumulated batches whose batch fits ``MEMORY_USE`` of ``memory_bytes`` (None: one batch).
 
@@ -99,18 +110,18 @@ def choose_split(
     accumulate = 1
     if budget is not None:
         per_token = activation_bytes_per_token(model, vocab_size)
-        room = budget - BYTES_PER_PARAM * params
+        room = budget - bytes_per_param * params
         fits = int(room // per_token) if room > 0 else 0  # tokens a side one batch may hold
         if fits < min_batch:
             raise ConfigError(
                 f"train.global_tokens: a batch of {min_batch:,} tokens a side needs about "
-                f"{peak_bytes(model, vocab_size, params, min_batch) / GIB:.1f} GiB, more than "
+                f"{peak_bytes(model, vocab_size, params, min_batch, bytes_per_param) / GIB:.1f} GiB, more than "
                 f"{MEMORY_USE:.0%} of the device's {memory_bytes / GIB:.0f} GiB; use a device with "
                 "more memory or a smaller model"
             )
         accumulate = math.ceil(per_device / fits)
     max_tokens = max(math.ceil(per_device / accumulate), min_batch)
-    peak = peak_bytes(model, vocab_size, params, max_tokens)
+    peak = peak_bytes(model, vocab_size, params, max_tokens, bytes_per_param)
     return Split(devices, max_tokens, accumulate, peak, memory_bytes)
 
 
@@ -128,4 +139,5 @@ def split_of(config: Mapping[str, Any], devices: int, memory_bytes: float | None
         devices,
         memory_bytes,
         min_batch=int(config["data"]["max_len"]) + 2,
+        bytes_per_param=optimizer_bytes_per_param(config["train"]),
     )

@@ -19,7 +19,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ablate.config.schema import BUDGET_KEYS, SLOT_FIELDS, ModelConfig, positions_needed
+from ablate.config.schema import BUDGET_KEYS, SEED_MAX, SLOT_FIELDS, ModelConfig
 from ablate.errors import ConfigError
 
 DEFAULTS = "defaults"
@@ -161,28 +161,15 @@ def _check_model(c: _Checker) -> None:
     _check_arch(c)
 
 
-ARCHS = ("encdec", "decoder")
-
-
 def _check_arch(c: _Checker) -> None:
-    """A knob that means nothing for the chosen architecture is an error, not silently ignored."""
+    """model.arch names a registered family (ablate/family.py); a knob that means nothing for it is an
+    error, not silently ignored (the family says which)."""
+    from ablate.family import FAMILIES
+
     arch = c.get("model.arch")
-    if arch not in ARCHS:
-        c.fail("model.arch", f"must be one of {', '.join(ARCHS)}, got {arch!r}")
-    if arch == "decoder":
-        for key in ("model.n_enc_layers", "model.n_dec_layers"):
-            if c.get(key) is not None:
-                c.fail(key, "means nothing for model.arch=decoder (one causal stack of model.n_layers); remove it")
-        block, lengths = c.get("data.block_size"), c.get("eval.lengths")
-        if not isinstance(block, int) or block < 2:
-            c.fail("data.block_size", f"must be an integer >= 2 (tokens per training block), got {block!r}")
-        for length in lengths or ():
-            if not isinstance(length, int) or length < 1:
-                c.fail("eval.lengths", f"must be positive integers (context lengths), got {list(lengths)!r}")
-        return
-    for key, default in (("data.block_size", 512), ("eval.lengths", None)):
-        if c.get(key) != default:
-            c.fail(key, "means nothing for model.arch=encdec (a language model's setting); remove it")
+    if arch not in FAMILIES:
+        c.fail("model.arch", f"must be one of {', '.join(FAMILIES.names())}, got {arch!r}")
+    FAMILIES.get(arch).check(c)
 
 
 def _check_data(c: _Checker) -> None:
@@ -210,6 +197,9 @@ def _check_data(c: _Checker) -> None:
 
 
 def _check_train(c: _Checker) -> None:
+    seed = c.get("train.seed")
+    if not 0 <= seed <= SEED_MAX:  # numpy and torch refuse any other seed, after the run has started
+        c.fail("train.seed", f"must be in 0..{SEED_MAX:,} (numpy and torch take 32-bit unsigned seeds), got {seed}")
     c.fraction("train.label_smoothing", "train.adam_beta1", "train.adam_beta2")
     keys = ("lr_factor", "warmup_steps", "max_steps", "accumulate_grad_batches", "val_every_steps", "log_every_steps")
     c.positive(*(f"train.{k}" for k in keys))
@@ -217,6 +207,9 @@ def _check_train(c: _Checker) -> None:
     _check_budget(c)
     c.positive("train.adam_eps")
     c.at_least_zero("train.weight_decay", "train.grad_clip", "train.checkpoint_every_steps")
+    from ablate.recipe.check import check_recipe  # torch-free: the optimizer and schedule registries
+
+    check_recipe(c)  # train.optimizer, train.schedule and the train keys they read
 
 
 def _check_budget(c: _Checker) -> None:
@@ -246,28 +239,11 @@ def _check_trainer_eval_logging(c: _Checker) -> None:
 
 
 def _check_lengths(c: _Checker) -> None:
-    """model.max_positions covers every sequence the data and the decoder may produce."""
-    m, d, e = c.cfg.model, c.cfg.data, c.cfg.eval
-    if m.arch == "decoder":  # a language model trains on blocks; longer evaluation lengths are its eval's business
-        if m.max_positions < d.block_size:
-            what = f"{m.max_positions} positions cannot hold a training block of data.block_size={d.block_size}; "
-            fix = "raise model.max_positions or lower data.block_size"
-            c.fail("model.max_positions", what + fix, "data.block_size")
-        return
-    train, decode = positions_needed(d.max_len, e.max_len_a, e.max_len_b)
-    if m.max_positions < train:
-        what = (
-            f"{m.max_positions} positions cannot hold a data.max_len={d.max_len} sentence with its BOS/EOS "
-            f"({train}); raise model.max_positions or lower data.max_len"
-        )
-        c.fail("model.max_positions", what, "data.max_len")
-    if m.max_positions < decode:
-        what = (
-            f"{m.max_positions} positions cannot hold the longest translation of a data.max_len={d.max_len} "
-            f"source (eval.max_len_a * {d.max_len + 1} + eval.max_len_b = {decode}); raise model.max_positions "
-            f"or lower eval.max_len_a / eval.max_len_b"
-        )
-        c.fail("model.max_positions", what, "data.max_len", "eval.max_len_a", "eval.max_len_b")
+    """model.max_positions covers every sequence the data (and, for a translator, the decoder) may produce:
+    the family (ablate/family.py) knows what its sequences are."""
+    from ablate.family import family_of
+
+    family_of(c.cfg.model).check_lengths(c)
 
 
 def _check_corpus(c: _Checker) -> None:

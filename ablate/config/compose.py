@@ -32,7 +32,9 @@ from ablate.config.check import Origins, validate_config
 from ablate.config.load import (
     Layer,
     check_keys,
+    corpus_named,
     file_layers,
+    fresh_corpus_args,
     load_config,
     merge_all,
     parse_layers,
@@ -52,7 +54,8 @@ class Experiment:
     def __init__(self, path: str | Path | None, shared: Sequence[Layer] = ()) -> None:
         self.path, self.shared = path, list(shared)
         files = parse_layers(file_layers(Path(path)) if path is not None else [])
-        self.head = files + parse_layers(self.shared)
+        self.head = fresh_corpus_args(files + parse_layers(self.shared))  # a shared layer may change the corpus
+        files = self.head[: len(files)]
         self.base: DictConfig | None = None  # None: every config takes the full load (which names the layer)
         if not _interpolates(self.head):
             try:
@@ -72,7 +75,7 @@ class Experiment:
 
     def _merged(self, parsed: list[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
         """The plain merge of ``parsed`` onto the base, or None where only the full load is sure."""
-        if self.base is None or _interpolates(parsed):
+        if self.base is None or _interpolates(parsed) or _changes_corpus(parsed, self.plain):
             return None
         combined: dict[str, Any] = {}
         for _, mapping in parsed:
@@ -133,6 +136,11 @@ def _add_disjoint(into: dict[str, Any], mapping: Mapping[str, Any]) -> bool:
                 return False
             into[section][key] = value  # copied with its section below, or by OmegaConf's merge
     return True
+
+
+def _changes_corpus(layers: Sequence[tuple[str, Any]], plain: Mapping[str, Any]) -> bool:
+    """True if a layer names a corpus other than the experiment's: the full load starts its options afresh."""
+    return any(corpus_named(mapping) not in (None, plain["data"]["corpus"]) for _, mapping in layers)
 
 
 def _interpolates(layers: Sequence[tuple[str, Any]]) -> bool:

@@ -7,6 +7,10 @@ Layers, later ones win::
       <- sweep row overrides
       <- command-line dotlist (model.n_heads=4)
 
+A layer that names another ``data.corpus`` starts ``data.args`` afresh (a corpus's options are its
+own), and a path an experiment file names (``data.root``, ``data.cache_dir``, ``logging.output_dir``)
+is read from that file's folder, not the current directory.
+
 :func:`load_config` merges them (unknown keys and wrong types are caught per layer) and checks the
 result once (ablate/config/check.py: values, variant names, corpus options, cross-section limits).
 Every mistake raises :class:`ConfigError` whose message is one line naming the key and the file or
@@ -98,7 +102,8 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 
 
 def file_layers(path: Path, seen: tuple[Path, ...] = ()) -> list[tuple[str, dict[str, Any]]]:
-    """An experiment file and the files it `extends:`, oldest first."""
+    """An experiment file and the files it `extends:`, oldest first; the paths each names made absolute
+    from that file's folder (:func:`resolve_paths`)."""
     path = path.resolve()
     if path in seen:
         raise ConfigError(f"{path}: `extends:` forms a cycle")
@@ -109,8 +114,58 @@ def file_layers(path: Path, seen: tuple[Path, ...] = ()) -> list[tuple[str, dict
         if not isinstance(parent, str):
             raise ConfigError(f"{path}: `extends:` must be a path to another experiment file")
         layers += file_layers((path.parent / parent), (*seen, path))
-    layers.append((str(path), data))
+    layers.append((str(path), resolve_paths(data, path.parent)))
     return layers
+
+
+# The fields that hold a path. A file that names one means a path beside itself, as a sweep file's
+# `experiment:` and `runs:` do: the same file then works from any current directory. A command-line
+# override keeps the shell's meaning (the current directory).
+PATH_FIELDS = (("data", "root"), ("data", "cache_dir"), ("logging", "output_dir"))
+
+
+def resolve_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``data`` (a file's mapping, changed in place) with each relative path of :data:`PATH_FIELDS`
+    made absolute from ``folder``; ``~`` is the user's home, an interpolation (``${...}``) is left."""
+    for section, key in PATH_FIELDS:
+        block = data.get(section)
+        value = block.get(key) if isinstance(block, dict) else None
+        if isinstance(value, str) and value and "${" not in value:
+            block[key] = str(folder / Path(value).expanduser())  # an absolute path stays as it is
+    return data
+
+
+def fresh_corpus_args(layers: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """The layers, with ``data.args`` left out of every layer before one that changes ``data.corpus``.
+
+    A corpus's options are its own (the builtin corpus's n_train means nothing to textfiles), so a layer
+    that names another corpus starts its options afresh: an experiment that extends lm-mini.yaml and
+    reads its own text gives only the textfiles options. A layer that names the corpus in effect keeps
+    the options before it (a row that changes one option). Layers are copied where changed, never edited.
+    """
+    out = list(layers)
+    corpus = _schema().data.corpus
+    for i, (_, mapping) in enumerate(layers):
+        named = corpus_named(mapping)
+        if named is None or named == corpus:
+            continue
+        corpus = named
+        out[:i] = [(label, _without_args(m)) for label, m in out[:i]]
+    return out
+
+
+def corpus_named(mapping: Mapping[str, Any]) -> str | None:
+    """The ``data.corpus`` a layer names, or None where it names none."""
+    data = mapping.get("data")
+    corpus = data.get("corpus") if isinstance(data, Mapping) else None
+    return corpus if isinstance(corpus, str) else None
+
+
+def _without_args(mapping: dict[str, Any]) -> dict[str, Any]:
+    data = mapping.get("data")
+    if not isinstance(data, dict) or "args" not in data:
+        return mapping
+    return {**mapping, "data": {k: v for k, v in data.items() if k != "args"}}
 
 
 def parse_dotlist(overrides: Iterable[str], source: str = "command line") -> dict[str, Any]:
@@ -148,7 +203,7 @@ def load_config(
     sources += list(layers)
     if overrides:
         sources.append(("command line", list(overrides)))
-    parsed = parse_layers(sources)
+    parsed = fresh_corpus_args(parse_layers(sources))
     cfg = merge_all(with_files(parsed[:n_files]), parsed[n_files:])
     validate_config(cfg, Origins(parsed))
     return cfg

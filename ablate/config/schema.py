@@ -48,7 +48,7 @@ class DataConfig:
     tgt_lang: str = "de"  # target language code
     vocab_size: int = 37000  # shared source-target SentencePiece BPE vocabulary size
     tokenizer_sample: int = 2_000_000  # at most this many sentences (both sides) train the tokenizer
-    max_len: int = 256  # pairs longer than this many subwords on either side are dropped (and counted)
+    max_len: int = 256  # train pairs over this many subwords on a side are dropped (a language model keeps all)
     max_train_pairs: int | None = None  # train on the first N pairs only (None: all); dev/test stay whole
     max_tokens: int = 4096  # tokens per batch per device on each side, padding included
     bucket_ratio: float = 0.0  # pad training lengths up a ladder this far apart (1.1: ~10%; few shapes); 0 = off
@@ -58,18 +58,22 @@ class DataConfig:
     cache_dir: str | None = None  # prepared-data cache (default $ABLATE_CACHE or ~/.cache/ablate)
     num_workers: int = 0  # DataLoader worker processes
     block_size: int = 512  # model.arch decoder: tokens per training block (L: the target side as one stream)
+    eos_id: int | None = None  # data.corpus shards: the document separator id (50256: GPT-2); None: the manifest's
 
 
 @dataclass
 class TrainConfig:
     seed: int = 1  # seed for weights, dropout and batch order
     label_smoothing: float = 0.1  # epsilon_ls of the label-smoothed cross-entropy
-    lr_factor: float = 1.0  # multiplier of the schedule d_model^-0.5 * min(step^-0.5, step*warmup^-1.5)
+    lr_factor: float = 1.0  # noam's multiplier of d_model^-0.5 * min(step^-0.5, step*warmup^-1.5)
     warmup_steps: int = 4000  # steps of linear learning-rate warm-up
     adam_beta1: float = 0.9  # Adam beta_1
     adam_beta2: float = 0.98  # Adam beta_2
     adam_eps: float = 1.0e-9  # Adam epsilon
     weight_decay: float = 0.0  # decoupled weight decay (the paper uses none)
+    optimizer: Any = "adam"  # a registered optimizer or {name, args} (`ablate variants`); adam: the paper's
+    schedule: Any = "noam"  # a registered learning-rate schedule or {name, args}; noam: the paper's equation 3
+    lr: float | None = None  # peak learning rate of every schedule but noam (whose peak comes from lr_factor)
     grad_clip: float = 0.0  # clip gradient norm to this value (0 = off; the paper does not clip)
     max_steps: int = 100_000  # optimizer steps to train (paper: 100K base, 300K big)
     epochs: float | None = None  # the budget in passes over the train pairs used: sets max_steps once data is prepared
@@ -142,6 +146,7 @@ SLOT_FIELDS = ("attention", "ffn", "norm", "positional", "residual")  # model fi
 ADDED_LATER: dict[str, Any] = {
     "model.arch": "encdec",
     "data.block_size": 512,
+    "data.eos_id": None,
     "eval.lengths": None,
     "data.max_train_pairs": None,
     "data.bucket_ratio": 0.0,
@@ -151,9 +156,14 @@ ADDED_LATER: dict[str, Any] = {
     "train.global_tokens": None,
     "train.epochs": None,
     "train.target_tokens": None,
+    "train.optimizer": "adam",
+    "train.schedule": "noam",
+    "train.lr": None,
 }
 # Set, train.global_tokens is the batch; these keys are how a device runs it (ablate's choice), not identity.
 SPLIT_KEYS = ("data.max_tokens", "train.accumulate_grad_batches", "trainer.devices")
+# train.seed (and a sweep file's seeds): what numpy and torch take as a seed, an unsigned 32-bit integer
+SEED_MAX = 2**32 - 1
 BUDGET_KEYS = ("train.epochs", "train.target_tokens")  # at most one; set, it decides train.max_steps (data/budget.py)
 OPEN_DICTS = ("data.args",)  # free-form mappings: their keys are checked against the corpus's options
 
@@ -214,12 +224,11 @@ def _without_split(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def enc_dec_layers(model_cfg: Any) -> tuple[int, int]:
-    """(encoder layers, decoder layers) after n_enc_layers / n_dec_layers overrides; a language model
-    (``arch: decoder``) has no encoder and one stack of n_layers."""
-    n = model_cfg.n_layers
-    if getattr(model_cfg, "arch", "encdec") == "decoder":
-        return 0, n
-    return (model_cfg.n_enc_layers or n, model_cfg.n_dec_layers or n)
+    """(encoder layers, decoder layers) after n_enc_layers / n_dec_layers overrides, as the model's family
+    (``model.arch``, ablate/family.py) arranges them: a language model has no encoder and one stack of n_layers."""
+    from ablate.family import family_of
+
+    return family_of(model_cfg).layers(model_cfg)
 
 
 def head_dims(model_cfg: Any) -> tuple[int, int]:

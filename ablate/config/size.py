@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 
 from ablate.config.schema import ModelConfig, enc_dec_layers, head_dims
 from ablate.config.variants import Variant, attention_params, lookup
+from ablate.family import family_of
 from ablate.registry import RegistryError, parse_slot
 
 # Used by train_flops when the caller does not know the average sentence lengths: about the mean
@@ -131,7 +132,7 @@ def model_slots(m: ModelConfig) -> dict[str, Slot]:
         "src_positional": _slot("positional", m.positional, {**positional, "causal": False}),
         "tgt_positional": _slot("positional", m.positional, {**positional, "causal": True}),
         "enc_residual": _residual(m, "encoder"),
-        "dec_residual": _residual(m, "lm" if m.arch == "decoder" else "decoder"),
+        "dec_residual": _residual(m, family_of(m).decoder_stack()),
         "attention": _slot(
             "attention",
             m.attention,
@@ -143,22 +144,37 @@ def model_slots(m: ModelConfig) -> dict[str, Slot]:
 
 
 def count_parameters(m: ModelConfig, vocab_size: int) -> int:
-    """Parameters of the model a checked ``model`` section describes; closed forms, allocates nothing."""
-    slots = model_slots(m)
-    n_enc, n_dec = enc_dec_layers(m)
+    """Parameters of the model a checked ``model`` section describes; closed forms, allocates nothing
+    (the family, ``model.arch``, says which embeddings and stacks it has)."""
+    return family_of(m).num_params(m, model_slots(m), vocab_size)
+
+
+def stack_params(slots: dict[str, Slot], stacks: tuple[tuple[Slot, int, int, int], ...]) -> int:
+    """Parameters of layer stacks, each (its residual slot, layers, sub-layers a layer, attentions a layer):
+    every layer's attentions, FFN and residual wrappers with their norms, and a final norm where the
+    residual placement asks for one."""
     attn, ffn, norm = (slots[k].num_params() for k in ("attention", "ffn", "norm"))
-    if m.arch == "decoder":  # one causal stack: an embedding (tied to the output unless untied), no cross-attention
-        embeddings = vocab_size * m.d_model * (1 if m.tie_embeddings else 2)
-        stacks = ((slots["dec_residual"], n_dec, 2, 1),)
-        total = embeddings + slots["tgt_positional"].num_params()
-    else:
-        embeddings = vocab_size * m.d_model * (1 if m.tie_embeddings else 3)
-        stacks = ((slots["enc_residual"], n_enc, 2, 1), (slots["dec_residual"], n_dec, 3, 2))
-        total = embeddings + slots["src_positional"].num_params() + slots["tgt_positional"].num_params()
+    total = 0
     for res, n_layers, n_sub, n_attn in stacks:
         wrapper = res.num_params() + res.cls.norms_per_sublayer * norm  # one residual wrapper and its norms
         total += n_layers * (n_attn * attn + ffn + n_sub * wrapper) + (norm if res.cls.final_norm else 0)
     return total
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenFlops:
+    """Forward FLOPs per token of a model section's parts, which a family sums over its stacks."""
+
+    q_o: float  # W_Q and W_O per query token
+    k_v: float  # W_K and W_V per key/value token
+    ffn: float  # the position-wise FFN per token
+    per_key: float  # Q.K^T and weights.V for one query, per key
+    src_len: float  # average source length
+    tgt_len: float  # average target length
+
+    def scores(self, keys: float) -> float:
+        """Q.K^T and weights.V for one query over ``keys`` keys."""
+        return self.per_key * keys
 
 
 def train_flops(
@@ -180,28 +196,18 @@ def train_flops(
     own parameter count against multi-head attention's, so GQA / MQA cost their fewer key/value heads;
     the scores are h query heads over every key, whatever the variant.
     """
-    n_enc, n_dec = enc_dec_layers(m)
     d_k, d_v = head_dims(m)
     d, h = m.d_model, m.n_heads
-    s_len = float(src_len if src_len is not None else TYPICAL_SENTENCE_LEN)
-    t_len = float(tgt_len if tgt_len is not None else TYPICAL_SENTENCE_LEN)
     slots = model_slots(m)
-    ffn = 2.0 * slots["ffn"].num_params()
-
-    def scores(keys: float) -> float:  # Q.K^T and weights.V for one query over `keys` keys
-        return 2.0 * h * (d_k + d_v) * keys
-
-    q_o = 2.0 * (d * h * d_k + h * d_v * d)  # W_Q and W_O per query token
     # W_K and W_V per key/value token; a variant with other parameter counts than multi-head attention
     # (GQA, MQA: fewer K/V heads) moves them by 2 FLOPs per parameter of difference
     extra = slots["attention"].num_params() - attention_params(d, h, d_k, d_v, kv_heads=h)
-    k_v = max(0.0, 2.0 * (d * h * d_k + d * h * d_v + extra))
-    enc_token = q_o + k_v + scores(s_len) + ffn
-    dec_token = (q_o + k_v + scores((t_len + 1) / 2)) + (q_o + scores(s_len)) + ffn
-    if m.arch == "decoder":  # causal self-attention and the FFN per token; no encoder, no cross-attention
-        lm_token = q_o + k_v + scores((t_len + 1) / 2) + ffn
-        return 3.0 * tgt_tokens * (n_dec * lm_token + 2.0 * d * vocab_size)
-    forward = src_tokens * n_enc * enc_token  # encoder
-    forward += src_tokens * n_dec * k_v  # cross-attention K/V of the encoder output, per decoder layer
-    forward += tgt_tokens * (n_dec * dec_token + 2.0 * d * vocab_size)  # decoder + output projection
-    return 3.0 * forward
+    parts = TokenFlops(
+        q_o=2.0 * (d * h * d_k + h * d_v * d),
+        k_v=max(0.0, 2.0 * (d * h * d_k + d * h * d_v + extra)),
+        ffn=2.0 * slots["ffn"].num_params(),
+        per_key=2.0 * h * (d_k + d_v),
+        src_len=float(src_len if src_len is not None else TYPICAL_SENTENCE_LEN),
+        tgt_len=float(tgt_len if tgt_len is not None else TYPICAL_SENTENCE_LEN),
+    )
+    return family_of(m).train_flops(m, parts, vocab_size, src_tokens, tgt_tokens)

@@ -1,7 +1,7 @@
 """ablate.data: corpora, the shared SentencePiece vocabulary, binarized shards, token-bucketed batches.
 
 ``prepare_data(data_cfg)`` (ablate/data/prepare.py) turns a corpus into a cached prepared folder;
-``TranslationDataModule`` (ablate/data/datamodule.py, the only module here that imports Lightning)
+``CorpusDataModule`` (ablate/data/datamodule.py, the only module here that imports Lightning)
 serves it to a Trainer. Corpora register in ablate/data/registry.py (torch-free; ablate/data/catalog.py
 imports every shipped corpus). Names are resolved lazily so importing ablate.data stays cheap.
 """
@@ -14,7 +14,7 @@ _EXPORTS = {
     "prepare_data": "ablate.data.prepare",
     "Prepared": "ablate.data.prepare",
     "cache_root": "ablate.data.prepare",
-    "TranslationDataModule": "ablate.data.datamodule",
+    "CorpusDataModule": "ablate.data.datamodule",
     "TokenBucketBatchSampler": "ablate.data.batching",
     "Tokenizer": "ablate.data.tokenizer",
     "Shard": "ablate.data.shards",

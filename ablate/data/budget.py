@@ -67,13 +67,14 @@ def epoch_stats(src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: in
     return EpochStats(pairs=len(tgt_lengths), target_tokens=target, batches=sampler.num_batches())
 
 
-def lm_epoch_stats(tgt_lengths: Any, block: int, max_tokens: int) -> EpochStats:
-    """One epoch of a language model's training blocks (ablate/data/lm_blocks.py, lm_datamodule.py): the
-    stream of every sentence and its EOS cut into (stream - 1) // L blocks of L predicted tokens, batched
-    ``max_tokens // L`` (at least one) blocks a batch, a short last batch left out. ``pairs`` are blocks."""
-    from ablate.data.lm_blocks import stream_tokens, whole_blocks  # numpy: not for the dry run's import
+def lm_epoch_stats(part_tokens: Any, block: int, max_tokens: int) -> EpochStats:
+    """One epoch of a language model's training blocks (ablate/data/lm_blocks.py, lm_datamodule.py): each
+    part of the training stream (``part_tokens``: its token count; a prepared corpus has one, token shards
+    one a file) cut into (tokens - 1) // L blocks of L predicted tokens, batched ``max_tokens // L`` (at
+    least one) blocks a batch, a short last batch left out. ``pairs`` are blocks."""
+    from ablate.data.lm_blocks import whole_blocks  # numpy: not for the dry run's import
 
-    blocks = whole_blocks(stream_tokens(tgt_lengths), int(block))
+    blocks = sum(whole_blocks(int(n), int(block)) for n in part_tokens)
     per_batch = max(1, int(max_tokens) // int(block))
     batches = blocks // per_batch if blocks >= per_batch else min(blocks, 1)  # one short batch is kept
     return EpochStats(pairs=blocks, target_tokens=min(blocks, batches * per_batch) * int(block), batches=batches)

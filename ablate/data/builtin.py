@@ -110,19 +110,19 @@ S_AND, T_AND = "and", "und"
 
 @dataclass(frozen=True)
 class Options:
-    """Corpus options (``data.args`` of the ``builtin`` corpus)."""
+    """Corpus options (``data.args`` of the ``builtin`` corpus); ``help``: what the reference says of each."""
 
-    seed: int = 1  # the corpus's own seed (independent of train.seed)
-    n_train: int = 50_000  # training pairs
-    n_valid: int = 1_000  # dev pairs
-    n_test: int = 1_000  # test pairs
-    n_nouns: int = 1_500  # noun concepts (each with a target gender)
-    n_adjectives: int = 300
-    n_verbs: int = 400  # 2/3 transitive, 1/3 intransitive
-    n_adverbs: int = 60
-    n_preps: int = 12
-    max_words: int = 50  # longest sentence in words, either side
-    synonyms: int = 1  # target words per content word, drawn per occurrence (1: a deterministic translation)
+    seed: int = field(default=1, metadata={"help": "the corpus's own seed (independent of train.seed)"})
+    n_train: int = field(default=50_000, metadata={"help": "training pairs"})
+    n_valid: int = field(default=1_000, metadata={"help": "dev pairs"})
+    n_test: int = field(default=1_000, metadata={"help": "test pairs"})
+    n_nouns: int = field(default=1_500, metadata={"help": "noun concepts in the lexicon (each with a target gender)"})
+    n_adjectives: int = field(default=300, metadata={"help": "adjectives in the lexicon"})
+    n_verbs: int = field(default=400, metadata={"help": "verbs in the lexicon (2/3 transitive, 1/3 intransitive)"})
+    n_adverbs: int = field(default=60, metadata={"help": "adverbs in the lexicon"})
+    n_preps: int = field(default=12, metadata={"help": "prepositions in the lexicon"})
+    max_words: int = field(default=50, metadata={"help": "longest sentence in words, either side"})
+    synonyms: int = field(default=1, metadata={"help": "target words per content word, drawn each time (1: none)"})
 
 
 @dataclass

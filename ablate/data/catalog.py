@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ablate.data import corpora, wmt14  # noqa: F401 - importing them registers their corpora
+from ablate.data import corpora, token_corpus, wmt14  # noqa: F401 - importing them registers their corpora
 from ablate.data.registry import CORPORA, Corpus, OpenArgs, OptionError, open_corpus, resolve_options
 
 __all__ = ["CORPORA", "build_corpus", "check_corpus"]

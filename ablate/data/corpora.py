@@ -144,7 +144,7 @@ class GeneratedCorpus(Corpus):
 
     name = "builtin"
     options = {
-        f.name: Option(int, f.default, minimum=0 if f.name == "seed" else 1)
+        f.name: Option(int, f.default, help=f.metadata["help"], minimum=0 if f.name == "seed" else 1)
         for f in dataclasses.fields(builtin.Options)
     }
 
@@ -191,8 +191,10 @@ def _split_files(spec: Any, base: Path, src_lang: str, tgt_lang: str) -> tuple[P
 
 @CORPORA.register("textfiles")
 class TextFiles(FileCorpus):
-    """Local files: data.args = {train: PREFIX | [src, tgt] | {text: FILE}, valid: ..., test: ...}, relative to
-    root; {text: FILE} is plain text for a language model."""
+    """Local files, a line a sentence (or a document): data.args names each split's files, from data.root.
+
+    data.args = {train: PREFIX | [src, tgt] | {text: FILE}, valid: ..., test: ...}, relative to data.root
+    (the current directory without it); {text: FILE} is plain text for a language model."""
 
     options = {
         "train": Option(SplitFiles, help="training files", required=True),

@@ -1,4 +1,4 @@
-"""``TranslationDataModule``: a prepared folder -> train / val / test DataLoaders (Lightning).
+"""``CorpusDataModule``: a prepared folder -> train / val / test DataLoaders (Lightning).
 
 The only data module that imports Lightning (5-6 s), so dry runs and ``ablate data prepare`` stay light.
 
@@ -54,7 +54,7 @@ class _ResumableLoader(DataLoader):
     (and warns about mid-epoch checkpoints otherwise). The state is the data module's, so restoring it
     twice (module and loader) is harmless."""
 
-    def __init__(self, *args: Any, owner: TranslationDataModule, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, owner: CorpusDataModule, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._owner = owner
 
@@ -65,7 +65,7 @@ class _ResumableLoader(DataLoader):
         self._owner.load_state_dict(state_dict)
 
 
-class TranslationDataModule(pl.LightningDataModule):
+class CorpusDataModule(pl.LightningDataModule):
     """Batches ``{"src", "tgt_in", "tgt_out", "index"}`` (long tensors, pad 0) from a prepared folder."""
 
     def __init__(
@@ -81,10 +81,12 @@ class TranslationDataModule(pl.LightningDataModule):
         batch_multiple: int = 1,
     ) -> None:
         super().__init__()
-        self.prepared = Prepared.load(prepared_dir, max_tokens=max_tokens)
+        # a prepared folder's path, or data already opened (a token corpus: ablate/data/token_data.py)
+        loaded = not isinstance(prepared_dir, (str, Path))
+        self.prepared = prepared_dir if loaded else Prepared.load(prepared_dir, max_tokens=max_tokens)
         for split in (train_split, valid_split, test_split):
             self.prepared.split(split)  # an unknown split fails now, with the splits it has
-        self.prepared_dir = Path(prepared_dir)
+        self.prepared_dir = Path(self.prepared.dir)
         self.max_tokens, self.seed, self.num_workers = int(max_tokens), int(seed), int(num_workers)
         self.train_split, self.valid_split, self.test_split = train_split, valid_split, test_split
         # Training batches only: evaluation keeps its exact shapes (decoding lengths follow the source's).

@@ -12,7 +12,9 @@ context length l cuts the stream the same way (non-overlapping windows, as Press
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,20 +29,45 @@ def token_stream(shard: object) -> np.ndarray:
     return np.insert(ids, ends, EOS_ID) if len(ends) else np.zeros(0, np.int64)
 
 
-@dataclass(frozen=True)
 class Blocks:
-    """The blocks of one stream at one length: ``rows`` [n, length + 1] and the targets left out."""
+    """The blocks of one split at one length, as index arithmetic over its token parts (one 1-D array per
+    token file, memory-mapped: ablate/data/token_files.py): nothing of the split is copied but the blocks a
+    batch takes. Blocks never span two parts (a shard file is a stream of its own, as llm.c reads them)."""
 
-    rows: np.ndarray
-    length: int
-    left_out: int  # stream tokens after the last whole block: never predicted at this length
+    def __init__(self, parts: Sequence[np.ndarray], length: int) -> None:
+        self.parts, self.length = list(parts), int(length)
+        counts = [whole_blocks(len(p), self.length) for p in self.parts]
+        self.first = np.cumsum([0, *counts], dtype=np.int64)  # each part's first block, then the total
+        # tokens after the last whole block of each part: never predicted at this length
+        self.left_out = sum(max(len(p) - 1, 0) - n * self.length for p, n in zip(self.parts, counts))
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return int(self.first[-1])
 
     @property
     def targets(self) -> int:
-        return len(self.rows) * self.length
+        return len(self) * self.length
+
+    def take(self, indices: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Blocks ``indices`` as rows [k, length + 1] (int64), read from their parts."""
+        index = np.asarray(indices, np.int64)
+        part = np.searchsorted(self.first, index, side="right") - 1
+        out = np.empty((len(index), self.length + 1), np.int64)
+        for row, (p, i) in enumerate(zip(part.tolist(), index.tolist())):
+            start = (i - int(self.first[p])) * self.length
+            out[row] = self.parts[p][start : start + self.length + 1]
+        return out
+
+
+def block_batch(blocks: Blocks, indices: np.ndarray | list[int]) -> dict[str, Any]:
+    """The batch of blocks ``indices``: inputs ``tgt_in`` (a block's first L tokens), targets ``tgt_out``
+    (its last L: the next token of each) and ``index``; the one place a block is split, for training
+    (ablate/data/lm_datamodule.py) and for evaluation (ablate/eval/lm_eval.py) alike."""
+    import torch  # here: the dry run counts blocks without torch
+
+    index = np.asarray(indices, np.int64)
+    block = torch.from_numpy(blocks.take(index))
+    return {"tgt_in": block[:, :-1], "tgt_out": block[:, 1:], "index": torch.from_numpy(index)}
 
 
 def stream_tokens(tgt_lengths: object) -> int:
@@ -53,19 +80,59 @@ def whole_blocks(n_tokens: int, length: int) -> int:
     return (n_tokens - 1) // length if n_tokens > 1 else 0
 
 
-def blocks(stream: np.ndarray, length: int, where: str = "the stream") -> Blocks:
-    """``stream`` cut into blocks of ``length`` (see the module doc); a DataError when not one fits."""
-    n = whole_blocks(len(stream), length)
-    if n < 1:
+def blocks(parts: np.ndarray | Sequence[np.ndarray], length: int, where: str = "the stream") -> Blocks:
+    """A stream (or its parts) cut into blocks of ``length`` (see the module doc); a DataError when not one fits."""
+    parts = [parts] if isinstance(parts, np.ndarray) else list(parts)
+    found = Blocks(parts, length)
+    if len(found) < 1:
+        n_tokens = sum(len(p) for p in parts)
         raise DataError(
-            f"{where}: {len(stream):,} tokens cannot hold one block of {length} (+1) tokens; lower data.block_size "
+            f"{where}: {n_tokens:,} tokens cannot hold one block of {length} (+1) tokens; lower data.block_size "
             "(or eval.lengths), or give it more text"
         )
-    starts = np.arange(n, dtype=np.int64)[:, None] * length
-    rows = stream[starts + np.arange(length + 1, dtype=np.int64)[None, :]]
-    return Blocks(rows, length, len(stream) - 1 - n * length)
+    return found
 
 
-def split_blocks(shard: object, length: int, split: str) -> Blocks:
-    """The blocks of a prepared split at ``length``."""
-    return blocks(token_stream(shard), length, f"data split {split!r}")
+def split_blocks(data: Any, length: int, split: str) -> Blocks:
+    """The blocks of a split of language-model data at ``length``: ``data.token_parts(split)`` (a prepared
+    corpus's target stream, or token shards read in place)."""
+    return blocks(data.token_parts(split), length, f"data split {split!r}")
+
+
+def text_stream(prepared: Any, split: str) -> np.ndarray:
+    """The target side of a prepared split's raw text as one stream, every line encoded and followed by EOS:
+    the whole text, where the split's shard left out the lines over ``data.max_len`` (int64)."""
+    from ablate.data.rawtext import read_chunks
+
+    chunks = []
+    for _, _, tgt in read_chunks(Path(prepared.dir) / "raw", split):
+        ids = prepared.tokenizer.encode_batch(tgt)
+        lengths = np.fromiter((len(x) for x in ids), np.int64, len(ids))
+        flat = np.fromiter((i for x in ids for i in x), np.int64, int(lengths.sum()))
+        chunks.append(np.insert(flat, np.cumsum(lengths), EOS_ID))
+    return np.concatenate(chunks) if chunks else np.zeros(0, np.int64)
+
+
+def stream_parts(prepared: Any, split: str) -> list[np.ndarray]:
+    """A prepared corpus's split as one token file ``lm/<split>.bin`` in its folder, written once (atomic: a
+    killed writer leaves none) and memory-mapped after; in memory where the folder cannot be written or the
+    vocabulary does not fit uint16.
+
+    A translator's training pairs over ``data.max_len`` are left out of the train shard when the corpus is
+    prepared; a language model never drops a document (it cuts a long one across blocks), so where the
+    shard left any out its stream is encoded from the whole raw text, into a file of another name
+    (``lm/<split>.whole.bin``: one written from the kept sentences alone is not that stream)."""
+    from ablate.data.token_files import MAX_UINT16_VOCAB, inspect_file, write_tokens
+
+    shard = prepared.split(split)
+    path = Path(prepared.dir) / "lm" / (f"{split}.whole.bin" if shard.dropped else f"{split}.bin")
+    if not path.is_file():
+        stream = text_stream(prepared, split) if shard.dropped else token_stream(shard)
+        if prepared.vocab_size > MAX_UINT16_VOCAB:
+            return [stream]
+        try:
+            path.parent.mkdir(exist_ok=True)
+            write_tokens(path, stream)
+        except OSError:  # a read-only cache: the stream stays in this process
+            return [stream]
+    return [inspect_file(path).reader()]

@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from ablate.data.datamodule import TranslationDataModule
-from ablate.data.lm_blocks import Blocks, split_blocks
+from ablate.data.datamodule import CorpusDataModule
+from ablate.data.lm_blocks import Blocks, block_batch, split_blocks
 
 
 class _BlockRows(Dataset):
@@ -34,15 +34,14 @@ class _BlockRows(Dataset):
 class _BlockCollate:
     """Picklable: a list of block indices -> the batch (inputs, next tokens)."""
 
-    def __init__(self, rows: np.ndarray) -> None:
-        self.rows = rows
+    def __init__(self, blocks: Blocks) -> None:
+        self.blocks = blocks
 
     def __call__(self, indices: list[int]) -> dict[str, torch.Tensor]:
-        block = torch.from_numpy(self.rows[np.asarray(indices, np.int64)])
-        return {"tgt_in": block[:, :-1], "tgt_out": block[:, 1:], "index": torch.as_tensor(indices)}
+        return block_batch(self.blocks, indices)
 
 
-class LanguageModelDataModule(TranslationDataModule):
+class LanguageModelDataModule(CorpusDataModule):
     """Batches ``{"tgt_in", "tgt_out", "index"}`` [B, block_size] of a prepared folder's target stream."""
 
     def __init__(self, prepared_dir: str | Path, block_size: int, max_tokens: int, seed: int, **kwargs: Any) -> None:
@@ -56,7 +55,7 @@ class LanguageModelDataModule(TranslationDataModule):
         """The data module of a trial's config (``data.block_size``, ``data.max_tokens``, its seed)."""
         data = cfg.data
         return cls(
-            prepared.dir,
+            prepared,
             data.block_size,
             data.max_tokens,
             cfg.train.seed,
@@ -67,7 +66,7 @@ class LanguageModelDataModule(TranslationDataModule):
 
     def blocks(self, split: str) -> Blocks:
         if split not in self._blocks:
-            self._blocks[split] = split_blocks(self.prepared.split(split), self.block_size, split)
+            self._blocks[split] = split_blocks(self.prepared, self.block_size, split)
         return self._blocks[split]
 
     def _lengths(self, split: str) -> tuple[Any, Any]:
@@ -75,5 +74,5 @@ class LanguageModelDataModule(TranslationDataModule):
         return lengths, lengths
 
     def _rows(self, split: str, train: bool) -> tuple[Dataset, Any]:
-        rows = self.blocks(split).rows
-        return _BlockRows(len(rows)), _BlockCollate(rows)
+        blocks = self.blocks(split)
+        return _BlockRows(len(blocks)), _BlockCollate(blocks)

@@ -18,15 +18,18 @@ def missing_files(data: Mapping[str, Any]) -> str | None:
 
     if not CORPORA.get(str(data.get("corpus"))).opens_offline:
         return None
+    cache = cache_root(data.get("cache_dir"))
     try:
-        build_corpus(
+        corpus = build_corpus(
             str(data["corpus"]),
             dict(data.get("args") or {}),
             data.get("root"),
             str(data.get("src_lang")),
             str(data.get("tgt_lang")),
-            cache_root(data.get("cache_dir")),
+            cache,
         )
+        if corpus.in_tokens:  # its ids against data.vocab_size and its separator (a scan per file, cached)
+            corpus.token_data(int(data["vocab_size"]), data.get("eos_id"), cache, int(data["max_tokens"]))
     except DataError as exc:
         return str(exc)
     return None

@@ -160,8 +160,11 @@ class Prepared:
         plain = bucket_ratio <= 1 and batch_multiple <= 1
         key = str(max_tokens) if plain else f"{max_tokens}/{bucket_ratio:g}/{batch_multiple}"
         compute = partial(epoch_stats, train.src_lengths, train.tgt_lengths, max_tokens, **bucketing)
-        if block is not None:
-            key, compute = f"lm/{block}/{max_tokens}", partial(lm_epoch_stats, train.tgt_lengths, block, max_tokens)
+        if block is not None:  # a train split that left long lines out: the whole text's stream, another key
+            key, compute = (
+                f"lm/{block}/{max_tokens}" + ("/whole" if train.dropped else ""),
+                partial(lm_epoch_stats, self.part_tokens("train"), block, max_tokens),
+            )
         return EpochStats(**self._stored("epoch_stats", key, lambda: asdict(compute())))
 
     def bucketing(self, bucket_ratio: float = 0.0, batch_multiple: int = 1) -> dict[str, Any]:
@@ -181,34 +184,28 @@ class Prepared:
         return stored[key]
 
     def summary_lines(self) -> list[str]:
-        from ablate.data.batching import TokenBucketBatchSampler, padding_stats
+        """What ``ablate data prepare`` prints about this folder (ablate/data/summary.py)."""
+        from ablate.data.summary import summary_lines
 
-        m = self.meta
-        how = "cache hit" if self.cache_hit else "prepared"
-        took = f" in {self.elapsed_s:.2f} s" if self.elapsed_s is not None else ""
-        lines = [
-            f"corpus {m['corpus_description']} {m['src_lang']}-{m['tgt_lang']}: {how}{took}",
-            f"  folder     {self.dir}",
-            f"  vocabulary {self.vocab_size} shared BPE pieces (trained on {m['tokenizer_sentences']:,} sentences)",
-        ]
-        for name, info in m["splits"].items():
-            dropped = f", {info['dropped_too_long']:,} dropped (> {m['max_len']} subwords)" if name == "train" else ""
-            lines.append(
-                f"  {name:<10} {info['pairs']:>9,} pairs, {info['src_tokens']:,} + {info['tgt_tokens']:,} "
-                f"subword tokens (src + tgt){dropped}"
-            )
-        floors = ", ".join(f"{k} {v:.2f}" for k, v in m.get("unigram_floor", {}).items())
-        if floors:
-            lines.append(f"  floor      unigram dev PPL of the train targets: {floors} (a model must get below)")
-        if self.max_tokens and self.split("train").n:
-            shard = self.split("train")
-            sampler = TokenBucketBatchSampler(shard.src_lengths, shard.tgt_lengths, self.max_tokens, seed=0)
-            w = padding_stats(shard.src_lengths, shard.tgt_lengths, sampler.epoch_batches(0))
-            lines.append(
-                f"  padding    at max_tokens={self.max_tokens}: {w['total']:.1%} of train positions "
-                f"(src {w['src']:.1%}, tgt {w['tgt']:.1%}), {sampler.num_batches():,} batches per epoch"
-            )
-        return lines
+        return summary_lines(self)
+
+    def part_tokens(self, split: str) -> list[int]:
+        """The token count of a split's target stream (each line and its EOS, none left out), in one part."""
+        if self.split(split).dropped:  # the whole text, encoded apart (ablate/data/lm_blocks.py)
+            return [sum(len(part) for part in self.token_parts(split))]
+        return [sum(int(n) for n in self.split(split).tgt_lengths) + len(self.split(split))]
+
+    def stream_chars(self, split: str) -> int:
+        """Characters of a split's raw target text, every line, a line break per EOS (bits per character)."""
+        self._check_split(split)
+        with open(self.dir / "raw" / f"{split}.tgt", encoding="utf-8") as f:
+            return sum(len(line) for line in f)  # each line's break is its EOS
+
+    def token_parts(self, split: str) -> list[Any]:
+        """A language model's view of a split: its target stream as one token file (ablate/data/lm_blocks.py)."""
+        from ablate.data.lm_blocks import stream_parts
+
+        return stream_parts(self, split)
 
 
 def cache_key(identity: dict[str, Any], settings: TokenSettings) -> str:
@@ -261,6 +258,8 @@ def find_prepared(data_cfg: Any) -> Prepared | None:
 
     with no_downloads():
         corpus, settings, cache = _corpus_and_settings(data_cfg, progress=False)
+    if corpus.in_tokens:  # already tokens (data.corpus shards): read in place, nothing to find
+        return corpus.token_data(settings.vocab_size, data_cfg.get("eos_id"), cache, int(data_cfg.max_tokens))
     final = cache / "prepared" / f"{corpus.name}-{cache_key(corpus.identity(cache), settings)}"
     return Prepared(final) if (final / "meta.json").is_file() else None
 
@@ -268,6 +267,8 @@ def find_prepared(data_cfg: Any) -> Prepared | None:
 def prepare_data(data_cfg: Any, progress: bool = True) -> Prepared:
     """Prepare (or reuse) the corpus that a loaded ``data`` section names; see the module docstring."""
     corpus, settings, cache = _corpus_and_settings(data_cfg, progress)
+    if corpus.in_tokens:  # already tokens (data.corpus shards): read in place, nothing prepared
+        return corpus.token_data(settings.vocab_size, data_cfg.get("eos_id"), cache, int(data_cfg.max_tokens))
     splits = {"data.valid_split": str(data_cfg.valid_split), "data.test_split": str(data_cfg.test_split)}
     return prepare(corpus, settings, cache, need_splits=splits, max_tokens=int(data_cfg.max_tokens), progress=progress)
 

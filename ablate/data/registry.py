@@ -87,6 +87,9 @@ class Corpus(ABC):
     # open() only looks at local files (downloads nothing, reads no text): `ablate sweep` and its dry run
     # open such a corpus before anything runs, so a missing file is one line then, not at the first trial
     opens_offline: ClassVar[bool] = False
+    # already tokens (ablate/data/token_corpus.py): a language model reads its ``token_data`` in place,
+    # with no tokenizer and nothing prepared
+    in_tokens: ClassVar[bool] = False
 
     @classmethod
     def split_names_for(cls, options: Mapping[str, Any]) -> list[str]:

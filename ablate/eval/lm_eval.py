@@ -18,9 +18,10 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
-from ablate.data.lm_blocks import Blocks, split_blocks, token_stream
+from ablate.data.lm_blocks import Blocks, block_batch, split_blocks
 from ablate.eval.nll import SplitNLL, corpus_nll
 
 
@@ -28,32 +29,30 @@ def lm_batches(blocks: Blocks, max_tokens: int) -> Iterator[dict[str, torch.Tens
     """The blocks in order, ``max_tokens // length`` (at least one) a batch."""
     per_batch = max(1, int(max_tokens) // blocks.length)
     for start in range(0, len(blocks), per_batch):
-        rows = torch.from_numpy(blocks.rows[start : start + per_batch])
-        index = torch.arange(start, start + len(rows))
-        yield {"tgt_in": rows[:, :-1], "tgt_out": rows[:, 1:], "index": index}
+        yield block_batch(blocks, np.arange(start, min(start + per_batch, len(blocks))))
 
 
-def lm_nll(model: Any, shard: Any, length: int, max_tokens: int, split: str, device: Any = None) -> SplitNLL:
-    """Corpus NLL of a split's stream at context ``length`` (the per-"sentence" values are per block)."""
-    blocks = split_blocks(shard, length, split)
+def lm_nll(model: Any, data: Any, length: int, max_tokens: int, split: str, device: Any = None) -> SplitNLL:
+    """Corpus NLL of a split's stream at context ``length`` (the per-"sentence" values are per block);
+    ``data``: the prepared data (its ``token_parts``)."""
+    blocks = split_blocks(data, length, split)
     return corpus_nll(model, lm_batches(blocks, max_tokens), len(blocks), device)
 
 
 def unreachable(model: Any, length: int, max_positions: int) -> str | None:
     """Why ``model`` cannot be evaluated at ``length`` (an encoding that cannot go past ``max_positions``)."""
-    from ablate.model.positional import PositionalEncoding
+    from ablate.model.positional import fixed_positions
 
-    modules = model.modules()
-    fixed = sorted({type(m).__name__ for m in modules if isinstance(m, PositionalEncoding) and not m.extrapolates})
+    fixed = fixed_positions(model)
     if fixed and length > int(max_positions):
         return f"cannot reach {length} positions: {', '.join(fixed)} stops at model.max_positions={max_positions}"
     return None
 
 
-def tokens_per_char(prepared: Any, split: str) -> float:
-    """The split's target stream tokens per raw character (a line break per EOS)."""
-    chars = sum(len(line) + 1 for line in prepared.raw(split, "tgt"))
-    return len(token_stream(prepared.split(split))) / max(chars, 1)
+def tokens_per_char(prepared: Any, split: str) -> float | None:
+    """The split's target stream tokens per raw character (a line break per EOS); None without the text."""
+    chars = prepared.stream_chars(split)
+    return None if chars is None else sum(prepared.part_tokens(split)) / max(chars, 1)
 
 
 def lm_scores(
@@ -68,17 +67,17 @@ def lm_scores(
     out: dict[str, Any] = {}
     device = next(model.parameters()).device
     for prefix, split in splits:
-        shard = prepared.split(split)
         for length in sorted({int(block), *map(int, lengths)}):
             why = unreachable(model, length, max_positions)
             if why is not None:
                 out[f"{prefix}/ppl@{length}"], out[f"{prefix}/reach@{length}"] = None, why
                 continue
-            nll = lm_nll(model, shard, length, max_tokens, split, device)
+            nll = lm_nll(model, prepared, length, max_tokens, split, device)
             out[f"{prefix}/ppl@{length}"] = nll.ppl
             if length == int(block):
                 out[f"{prefix}/nll"], out[f"{prefix}/ppl"] = nll.nll, nll.ppl
-                out[f"{prefix}/bpc"] = nll.nll / math.log(2) * tokens_per_char(prepared, split)
+                per_char = tokens_per_char(prepared, split)
+                out[f"{prefix}/bpc"] = None if per_char is None else nll.nll / math.log(2) * per_char
                 if run_dir is not None:
                     run_dir.write_sentence_nll(split, nll.sentences)
     return out

@@ -91,9 +91,7 @@ def corpus_nll(
     try:
         for batch in batches:
             target = batch["tgt_out"].to(device)
-            # a language model's batches have no source
-            inputs = (batch["src"], batch["tgt_in"]) if "src" in batch else (batch["tgt_in"],)
-            logits = model(*(x.to(device) for x in inputs))
+            logits = model(*(x.to(device) for x in model.batch_inputs(batch)))
             token_nll = F.cross_entropy(
                 logits.float().flatten(0, 1), target.flatten(), ignore_index=model.pad_id, reduction="none"
             ).view_as(target)

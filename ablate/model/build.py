@@ -44,6 +44,7 @@ from torch import nn
 
 from ablate.config.schema import ModelConfig, enc_dec_layers
 from ablate.data.special import PAD_ID
+from ablate.family import family_of
 from ablate.model.lm import CausalLayer, LanguageModel
 from ablate.model.slots import Slot, model_slots
 from ablate.model.transformer import DecoderLayer, EncoderLayer, Transformer
@@ -89,14 +90,18 @@ class _PartStreams:
 
 
 def build_model(m: ModelConfig, vocab_size: int, pad_id: int = PAD_ID) -> Transformer | LanguageModel:
-    """Build the model a ``model`` section describes (see the module docstring): the encoder-decoder
-    Transformer, or with ``arch: decoder`` the decoder-only language model, from the same slots."""
+    """Build the model a ``model`` section describes (see the module docstring): its family
+    (``model.arch``, ablate/family.py) builds it, from the same slots; the encoder-decoder Transformer
+    (:func:`build_transformer`) or the decoder-only language model (:func:`build_language_model`)."""
     if not isinstance(m, ModelConfig):
         raise TypeError(f"build_model takes a ModelConfig (model_section(cfg.model)), got {type(m).__name__}")
     if vocab_size <= pad_id or vocab_size < 2:
         raise ValueError(f"vocab_size={vocab_size} must exceed pad_id={pad_id}; check the prepared vocabulary")
-    if m.arch == "decoder":
-        return _language_model(m, vocab_size, pad_id)
+    return family_of(m).build(m, vocab_size, pad_id)
+
+
+def build_transformer(m: ModelConfig, vocab_size: int, pad_id: int) -> Transformer:
+    """The paper's encoder-decoder Transformer of a checked ``model`` section."""
     slots = model_slots(m)
     n_enc, n_dec = enc_dec_layers(m)
     norm, attn, ffn = slots["norm"], slots["attention"], slots["ffn"]
@@ -135,7 +140,7 @@ def build_model(m: ModelConfig, vocab_size: int, pad_id: int = PAD_ID) -> Transf
     )
 
 
-def _language_model(m: ModelConfig, vocab_size: int, pad_id: int) -> LanguageModel:
+def build_language_model(m: ModelConfig, vocab_size: int, pad_id: int) -> LanguageModel:
     """One causal stack of n_layers (self-attention + FFN), its parts drawn from the same streams as the
     translator's decoder (``decoder.<i>.self_attn``, ...), so the two architectures share what they can."""
     slots = model_slots(m)

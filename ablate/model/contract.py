@@ -36,7 +36,6 @@ from ablate.config import model_section
 from ablate.config.size import count_parameters
 from ablate.errors import ContractError
 from ablate.model.build import build_model
-from ablate.model.lm import LanguageModel
 from ablate.model.slots import SLOT_REGISTRIES
 from ablate.model.transformer import Transformer
 
@@ -137,8 +136,7 @@ def check_gradients(cfg: dict[str, Any]) -> None:
 
 def _zero_gradients(model: torch.nn.Module) -> list[str]:
     """Names of the parameters one loss's backward leaves without a non-zero gradient."""
-    lm = isinstance(model, LanguageModel)
-    logits = model(_tokens(3, 5, 2)) if lm else model(_tokens(3, 6, 1), _tokens(3, 5, 2))
+    logits = model(*model.batch_inputs({"src": _tokens(3, 6, 1), "tgt_in": _tokens(3, 5, 2)}))
     F.cross_entropy(logits.reshape(-1, VOCAB), _tokens(3, 5, 3).reshape(-1)).backward()
     for name, p in model.named_parameters():
         _require(p.grad is not None, f"parameter {name} got no gradient")
@@ -191,13 +189,11 @@ def check_long_input(cfg: dict[str, Any]) -> str:
     """A sequence longer than ``max_positions``: a positional encoding that declares ``extrapolates``
     must serve it; one that does not is refused before training (ablate.train.lengths) whatever it does.
     Returns what the variant did, for the report."""
-    from ablate.model.positional import PositionalEncoding
+    from ablate.model.positional import fixed_positions
 
     model = _model({**cfg, "max_positions": 16}).eval()
-    fixed = sorted(
-        {type(m).__name__ for m in model.modules() if isinstance(m, PositionalEncoding) and not m.extrapolates}
-    )
-    args = (_tokens(2, 24, 1),) if isinstance(model, LanguageModel) else (_tokens(2, 24, 0), _tokens(2, 24, 1))
+    fixed = fixed_positions(model)
+    args = model.batch_inputs({"src": _tokens(2, 24, 0), "tgt_in": _tokens(2, 24, 1)})
     try:
         with torch.no_grad():
             out = model(*args)

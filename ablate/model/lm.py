@@ -14,7 +14,7 @@ interface the training step uses, as for the translator.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -67,6 +67,12 @@ class LanguageModel(nn.Module):
     def output_weight(self) -> Tensor:
         """The pre-softmax projection [V, D] (the embedding matrix when tied)."""
         return self.embed.weight if self.out_proj is None else self.out_proj.weight
+
+    @staticmethod
+    def batch_inputs(batch: Mapping[str, Tensor]) -> tuple[Tensor, ...]:
+        """The arguments of ``forward`` / ``features`` in a batch: its tokens (a language model's batches
+        have no source)."""
+        return (batch["tgt_in"],)
 
     def features(self, tokens: Tensor) -> Tensor:
         """[B, T] token ids -> the last layer's output before the projection [B, T, D]."""

@@ -66,6 +66,15 @@ class PositionalEncoding(nn.Module):
         return None
 
 
+def fixed_positions(model: nn.Module) -> list[str]:
+    """Names of the positional encodings in ``model`` that cannot go past ``model.max_positions`` (their
+    ``extrapolates`` is False): the lengths a model reaches are asked here, by the translator's dev-set
+    check, a language model's evaluation lengths and the model contract alike."""
+    return sorted(
+        {type(m).__name__ for m in model.modules() if isinstance(m, PositionalEncoding) and not m.extrapolates}
+    )
+
+
 def sinusoid_table(n_positions: int, d_model: int, offset: int = 0) -> Tensor:
     """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(...), interleaved as in section 3.5."""
     pos = torch.arange(offset, offset + n_positions, dtype=torch.float64).unsqueeze(1)

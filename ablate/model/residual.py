@@ -94,15 +94,19 @@ class SandwichNorm(Residual):
         return x + self.dropout(self.norms[1](sublayer(self.norms[0](x), *args, **kwargs)))
 
 
+# DeepNet's (alpha, beta) per stack (Wang et al. 2022, table 1) for an N-layer encoder and M-layer decoder;
+# "lm": the one stack of a decoder-only model (its family names it), M layers
+_DEEPNET: dict[str, Callable[[int, int], tuple[float, float]]] = {
+    "encoder": lambda n, m: (0.81 * (n**4 * m) ** (1 / 16), 0.87 * (n**4 * m) ** (-1 / 16)),
+    "decoder": lambda n, m: ((3 * m) ** (1 / 4), (12 * m) ** (-1 / 4)),
+    "lm": lambda n, m: ((2 * m) ** (1 / 4), (8 * m) ** (-1 / 4)),
+}
+
+
 def deepnet_constants(n_enc_layers: int, n_dec_layers: int, stack: str) -> tuple[float, float]:
     """(alpha, beta) of DeepNet for an N-layer encoder and M-layer decoder (Wang et al. 2022, table 1);
     ``stack`` "lm": the one stack of a decoder-only model, M layers."""
-    n, m = n_enc_layers, n_dec_layers
-    if stack == "lm":
-        return (2 * m) ** (1 / 4), (8 * m) ** (-1 / 4)
-    if stack == "encoder":
-        return 0.81 * (n**4 * m) ** (1 / 16), 0.87 * (n**4 * m) ** (-1 / 16)
-    return (3 * m) ** (1 / 4), (12 * m) ** (-1 / 4)
+    return _DEEPNET[stack](n_enc_layers, n_dec_layers)
 
 
 def scale_init(module: nn.Module, beta: float) -> None:

@@ -19,7 +19,7 @@ target tokens from seeing padding, so decoder self-attention needs no padding ma
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -223,6 +223,11 @@ class Transformer(nn.Module):
             for key, value in entry.items():
                 entry[key] = value.index_select(0, index)
         return cache
+
+    @staticmethod
+    def batch_inputs(batch: Mapping[str, Tensor]) -> tuple[Tensor, ...]:
+        """The arguments of ``forward`` / ``features`` in a batch: source and shifted target."""
+        return (batch["src"], batch["tgt_in"])
 
     def features(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         """[B, S], [B, T] token ids -> decoder output before the pre-softmax projection [B, T, D]

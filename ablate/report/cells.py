@@ -15,16 +15,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from ablate.report import extras
 from ablate.report.columns import paper_deviations
 from ablate.report.fidelity import Fidelity
+from ablate.report.numbers import MARKERS, fmt_stat, signed
 from ablate.report.paper import CITATION
-from ablate.report.published import published_legend
-from ablate.report.rows import Evidence, ReportRow, Stat, Table3
+from ablate.report.rows import AblationTable, Evidence, ReportRow, Stat
 from ablate.report.training_checks import STILL_IMPROVING
 from ablate.stats.learning import LEARNED_RATIO
 from ablate.stats.significance import Comparison
 
-MARKERS = {"waiting": "…", "running": "running", "failed": "failed"}
 SIGNIFICANT = "*"  # differs from base over seeds
 SENTENCES_ONLY = "°"  # differs over dev sentences only: two trained models, not two architectures
 EQUIVALENT = "≈"  # the same as base within the equivalence margin, over seeds
@@ -37,11 +37,6 @@ NOT_LEARNED = "†"
 IMPROVING = "‡"  # dev PPL still falling when training stopped (ablate.report.training_checks)
 NO_PAPER = "No row names a paper row (`paper:` in the sweep file): the deltas are against our base only."
 WITHHELD = "withheld"
-PAIRING = (
-    "seed-matched pairs pooled (row seed s vs base seed s, for every seed both finished; "
-    "BLEU on the first dev sentences both decoded)"
-)
-LM_PAIRING = "seed-matched pairs pooled (row seed s vs base seed s, for every seed both finished; the same dev blocks)"
 
 
 def fmt_setting(key: str, value: Any) -> str:
@@ -50,19 +45,6 @@ def fmt_setting(key: str, value: Any) -> str:
     if key == "train_steps" and isinstance(value, int) and value >= 1000 and value % 1000 == 0:
         return f"{value // 1000}K"
     return str(value)
-
-
-def signed(x: float, digits: int) -> str:
-    text = f"{x:+.{digits}f}"
-    return text.replace("-", "+", 1) if float(text) == 0 else text  # no "-0.00"
-
-
-def fmt_stat(stat: Stat | None, digits: int) -> str:
-    if stat is None:
-        return ""
-    if stat.std is None:
-        return f"{stat.mean:.{digits}f}"
-    return f"{stat.mean:.{digits}f} ± {stat.std:.{digits}f}"
 
 
 def fmt_params(params: float | None) -> str:
@@ -94,11 +76,11 @@ def shown_settings(row: ReportRow) -> dict[str, Any]:
     return row.settings if row.is_base and row.settings else row.changed
 
 
-def metric_withheld(table: Table3, metric: str) -> bool:
+def metric_withheld(table: AblationTable, metric: str) -> bool:
     return metric == "bleu" and table.bleu_withheld is not None
 
 
-def mark(table: Table3, row: ReportRow, metric: str) -> str:
+def mark(table: AblationTable, row: ReportRow, metric: str) -> str:
     """The verdict's mark: ``*`` differs over seeds, ``°`` over sentences only, ``≈`` equivalent, else none."""
     ev: Evidence = getattr(row, f"{metric}_ev")
     if ev.verdict == "equivalent":
@@ -108,12 +90,12 @@ def mark(table: Table3, row: ReportRow, metric: str) -> str:
     return ""
 
 
-def units(table: Table3) -> str:
+def units(table: AblationTable) -> str:
     """What the bootstrap resamples: a translator's dev sentences, a language model's dev blocks."""
-    return "blocks" if table.language_model else "sentences"
+    return table.family.resamples
 
 
-def verdict_legend(table: Table3) -> str:
+def verdict_legend(table: AblationTable) -> str:
     """What the marks mean for this table: level, correction, unit, margins."""
     m = table.margins
     resting = {getattr(r, f"{k}_ev").unit for r in table.rows for k in ("ppl", "bleu")} - {None}
@@ -122,7 +104,7 @@ def verdict_legend(table: Table3) -> str:
         f"Marks after Δ (α = {table.alpha:g}, {CORRECTION_TEXT.get(table.correction, table.correction)}): "
         f"{SIGNIFICANT} = differs from base over seeds (paired by seed, else Welch: the architecture's effect); "
         f"{EQUIVALENT} = equivalent to base over seeds (within ±{m.get('ppl', 0):.0%} PPL"
-        + ("" if table.language_model else f", ±{m.get('bleu', 0):g} BLEU")
+        + (f", ±{m.get('bleu', 0):g} BLEU" if table.family.has_bleu else "")
         + f"); {SENTENCES_ONLY} = differs over dev {units(table)} only."
     )
     if "sentences" in resting or one_seed:
@@ -133,7 +115,7 @@ def verdict_legend(table: Table3) -> str:
     return text
 
 
-def result_cell(table: Table3, row: ReportRow, metric: str, digits: int, std: bool = True) -> str:
+def result_cell(table: AblationTable, row: ReportRow, metric: str, digits: int, std: bool = True) -> str:
     """``8.20 ± 0.28 (+0.80)*``: ours, mean ± std over seeds, delta vs base, significance mark."""
     if row.pending:
         return MARKERS[row.pending]
@@ -163,7 +145,7 @@ def paper_cell(row: ReportRow, metric: str, digits: int) -> str:
     return f"{text} ({signed(delta, digits)})" if delta is not None else text
 
 
-def interval_cell(table: Table3, row: ReportRow, metric: str, digits: int) -> str:
+def interval_cell(table: AblationTable, row: ReportRow, metric: str, digits: int) -> str:
     """``+0.81 [+0.42, +1.20]``: the bootstrap's delta (on the pooled seed-matched pairs) and its 95%
     interval; on base's row, the unigram floor."""
     if row.is_base:
@@ -183,7 +165,7 @@ def p_cell(row: ReportRow, metric: str) -> str:
     return f"{text} → {fmt_p(ev.p_adjusted)}" if ev.p_adjusted is not None else text
 
 
-def _why_lines(table: Table3) -> list[str]:
+def _why_lines(table: AblationTable) -> list[str]:
     """One line per row whose bootstrap is missing, grouped by reason."""
     by_reason: dict[str, list[str]] = {}
     for row in table.rows:
@@ -195,7 +177,7 @@ def _why_lines(table: Table3) -> list[str]:
     return [f"no bootstrap ({why}): {', '.join(names)}" for why, names in by_reason.items()]
 
 
-def legend(table: Table3, terminal: bool = False) -> list[str]:
+def legend(table: AblationTable, terminal: bool = False) -> list[str]:
     """The lines under every table: how to read it, the floor, withheld figures (``terminal``: the narrow
     layout, which leaves the intervals and p-values to ``--format md``)."""
     base = table.base
@@ -207,7 +189,7 @@ def legend(table: Table3, terminal: bool = False) -> list[str]:
         else f"Unigram {table.floor_note or 'floor: n/a'}."
     )
     lines = [
-        f"Ours: dev {'PPL per token' if table.language_model else 'PPL / BLEU'}, mean ± std over seeds; "
+        f"Ours: dev {table.family.score_label}, mean ± std over seeds; "
         f"Δ = against our base row ({base.name if base else '?'}). "
         + (f"Paper: {CITATION}; Δ against its base. " if table.has_paper else "")
         + "Blank settings = as base. … = waiting.",
@@ -218,12 +200,12 @@ def legend(table: Table3, terminal: bool = False) -> list[str]:
             else "Δ boot [95% CI] = Δ of the pooled seed-matched pairs and its bootstrap interval; "
             "p = bootstrap over sentences / test over seeds (paired t, else Welch; – = none) → adjusted. "
         )
-        + f"Bootstrap pairs: {LM_PAIRING if table.language_model else PAIRING}.",
+        + f"Bootstrap pairs: {table.family.pairing}.",
         floor,
     ]
     if table.bleu_withheld:
         lines.append(f"BLEU withheld: {table.bleu_withheld}.")
-    lines += learning_lines(table) + published_legend(table)
+    lines += learning_lines(table) + extras.legend(table)
     if table.looks:
         lines.append(
             f"Adaptive seeds: rows got more seeds while undecided, deciding at up to {table.looks} looks, each at "
@@ -239,7 +221,7 @@ def legend(table: Table3, terminal: bool = False) -> list[str]:
     return lines
 
 
-def learning_lines(table: Table3) -> list[str]:
+def learning_lines(table: AblationTable) -> list[str]:
     """Whether the models learned the task: undertrained (base still improving), rows still improving,
     outputs that are not translations yet; each with its figure."""
     lines = [f"DOES NOT TRANSLATE YET: {table.not_translating}."] if table.not_translating else []
@@ -255,12 +237,14 @@ def learning_lines(table: Table3) -> list[str]:
     return lines
 
 
-def fidelity_lines(table: Table3, fid: Fidelity) -> list[str]:
+def fidelity_lines(table: AblationTable, fid: Fidelity) -> list[str]:
     """The fidelity summary, or one line saying there is nothing to compare when no row has a paper row."""
     return fid.lines() if table.has_paper else [NO_PAPER]
 
 
-def drop_paper_columns(table: Table3, headers: list[str], body: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+def drop_paper_columns(
+    table: AblationTable, headers: list[str], body: list[list[str]]
+) -> tuple[list[str], list[list[str]]]:
     """Without a row that reproduces the paper's, its columns would be empty: leave them out."""
     if table.has_paper:
         return headers, body
@@ -268,14 +252,14 @@ def drop_paper_columns(table: Table3, headers: list[str], body: list[list[str]])
     return [headers[i] for i in keep], [[r[i] for i in keep] for r in body]
 
 
-def notes(table: Table3, fid: Fidelity) -> list[str]:
+def notes(table: AblationTable, fid: Fidelity) -> list[str]:
     lines = [*legend(table), *fidelity_lines(table, fid)]
     for row in table.rows:
         lines += [f"failed: {row.name} {failure}" for failure in row.failures]
     return lines + list(table.plan_notes)
 
 
-def table_cells(table: Table3) -> list[list[str]]:
+def table_cells(table: AblationTable) -> list[list[str]]:
     """The md / LaTeX body: one list of display strings per row."""
     out = []
     previous_group = None

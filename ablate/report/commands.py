@@ -24,7 +24,7 @@ from typing import Any
 from ablate.report.errors import ReportError
 from ablate.report.evidence import CACHE_NAME, attach_evidence
 from ablate.report.render import FORMATS, render
-from ablate.report.rows import DEFAULT_ALPHA, Table3
+from ablate.report.rows import DEFAULT_ALPHA, AblationTable
 from ablate.report.search_view import apply_search, table_views
 from ablate.report.table import build_table
 from ablate.report.verdicts import decide, report_margins
@@ -32,6 +32,7 @@ from ablate.stats.correction import CORRECTIONS, DEFAULT_CORRECTION
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.loader import open_sweep
 from ablate.sweep.plan import plan_of, trial_states
+from ablate.sweep.plan.base import Plan
 from ablate.sweep.store.reuse import hint
 from ablate.sweep.store.store import SweepStore
 
@@ -42,15 +43,20 @@ SEARCH_PLOT_NAME = "search.png"  # ... and, for a search sweep, the optimization
 
 
 def load_table(
-    sweep: Sweep, alpha: float = DEFAULT_ALPHA, store: SweepStore | None = None, correction: str = DEFAULT_CORRECTION
-) -> Table3:
+    sweep: Sweep,
+    alpha: float = DEFAULT_ALPHA,
+    store: SweepStore | None = None,
+    correction: str = DEFAULT_CORRECTION,
+    plan: Plan | None = None,
+) -> AblationTable:
     """The Table 3 of a sweep (with the overrides it ran with) from its store, with its statistics.
 
     ``store``: the sweep's store when the caller has it open already (opening one costs a connection
-    and Optuna's schema check); None opens it. Creates nothing but the bootstrap cache
-    (``<runs>/<sweep>/report-cache.json``, once trials are done).
+    and Optuna's schema check); None opens it. ``plan``: the opened sweep's plan (None: built here).
+    Creates nothing but the bootstrap cache (``<runs>/<sweep>/report-cache.json``, once trials are done).
     """
-    views = trial_states(store or SweepStore.for_sweep(sweep), sweep)
+    plan = plan or plan_of(sweep)
+    views = trial_states(store or SweepStore.for_sweep(sweep), sweep, plan)
     # A search sweep: each row at its best configuration (ablate.report.search_view), not every trial.
     results = views if sweep.search is None else table_views(sweep.search, views)
     # Rows listed in the file but not yet in the store still show (as waiting), in the file's order.
@@ -65,7 +71,7 @@ def load_table(
     cache = sweep.runs_dir / CACHE_NAME
     attach_evidence(report, results, cache_file=cache if cache.parent.is_dir() else None)
     decide(report, correction, report_margins(sweep))
-    report.plan_notes = plan_of(sweep).table_notes(views)
+    report.plan_notes = plan.table_notes(views)
     return report
 
 
@@ -98,7 +104,7 @@ def table(
         print(f"note: {note}", file=sys.stderr)  # stderr: stdout may be CSV or JSON
     if not opened.store.exists() and (line := hint(opened.sweep, opened.store)) is not None:
         print(f"note: {line}", file=sys.stderr)  # a renamed sweep file: every row waits, as `status` says
-    report = load_table(opened.sweep, alpha, opened.store, correction)
+    report = load_table(opened.sweep, alpha, opened.store, correction, opened.plan)
     sys.stdout.write(render(report, fmt))
     if plot is not None:
         from ablate.report.plot import plot_table
@@ -119,7 +125,7 @@ def table(
     return 0
 
 
-def _unchanged(report: Table3, folder: Path) -> bool:
+def _unchanged(report: AblationTable, folder: Path) -> bool:
     """Whether the files in ``folder`` already show this table (a rerun of a finished sweep): then the
     plots, which take seconds, are not drawn again."""
     pngs = [folder / PLOT_NAME] + ([folder / SEARCH_PLOT_NAME] if report.search is not None else [])
@@ -131,7 +137,7 @@ def _unchanged(report: Table3, folder: Path) -> bool:
         return False
 
 
-def _write_files(report: Table3, folder: Path) -> None:
+def _write_files(report: AblationTable, folder: Path) -> None:
     """The wide markdown and the JSON beside the plot (the terminal got the narrow layout)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -142,7 +148,7 @@ def _write_files(report: Table3, folder: Path) -> None:
         print(f"warning: could not write the table files under {folder}: {exc}", file=sys.stderr)
 
 
-def _plot(draw: Callable[[Table3, Path], Any], report: Table3, png: Path, what: str) -> Path | None:
+def _plot(draw: Callable[[AblationTable, Path], Any], report: AblationTable, png: Path, what: str) -> Path | None:
     """Write one PNG of the summary (``draw(report, png)``); a failure warns and gives None."""
     try:
         draw(report, png)
@@ -153,11 +159,13 @@ def _plot(draw: Callable[[Table3, Path], Any], report: Table3, png: Path, what: 
     return png
 
 
-def print_summary(sweep: Sweep, log_wandb: bool = True, store: SweepStore | None = None) -> Table3:
+def print_summary(
+    sweep: Sweep, log_wandb: bool = True, store: SweepStore | None = None, plan: Plan | None = None
+) -> AblationTable:
     """End of a sweep: print the table (terminal layout) and fidelity, write the md/JSON/plot, log to W&B.
 
     ``sweep`` is the Sweep the controller ran (with its command-line overrides); ``store`` its open store
-    (None: opened here).
+    (None: opened here); ``plan`` the plan it ran (None: built here).
 
     The files go to ``<runs>/<sweep name>/table3.{md,json,png}`` (a search sweep's table is tuned, each
     row at its best configuration, and its optimization history goes to ``search.png`` beside them);
@@ -165,7 +173,7 @@ def print_summary(sweep: Sweep, log_wandb: bool = True, store: SweepStore | None
     group (offline unless an API key is set or the sweep says otherwise; skipped when W&B is disabled).
     A failure to plot or to log is reported on stderr and does not hide the table.
     """
-    report = load_table(sweep, store=store)
+    report = load_table(sweep, store=store, plan=plan)
     sys.stdout.write(render(report, "text"))
     folder = sweep.runs_dir
     if _unchanged(report, folder):
@@ -186,7 +194,7 @@ def print_summary(sweep: Sweep, log_wandb: bool = True, store: SweepStore | None
     return report
 
 
-def _write_all(report: Table3, folder: Path) -> tuple[Path | None, Path | None]:
+def _write_all(report: AblationTable, folder: Path) -> tuple[Path | None, Path | None]:
     """md, JSON, the plot and a search's history plot into ``folder``: (plot, history) or None where not written."""
     _write_files(report, folder)
     from ablate.report.plot import plot_table  # matplotlib: only now
@@ -219,7 +227,7 @@ def plan(
     if correction not in CORRECTIONS:
         raise ReportError(f"--correction {correction}: use one of {', '.join(CORRECTIONS)} (default holm)")
     opened = open_sweep(sweep_path)
-    report = load_table(opened.sweep, alpha, opened.store, correction)
+    report = load_table(opened.sweep, alpha, opened.store, correction, opened.plan)
     cost: dict[str, float] = {}
     for t in opened.sweep.shapes:
         hours = estimate(opened.sweep, t)["device_hours"]  # None: a budget in epochs, data not prepared yet
@@ -256,7 +264,7 @@ def compare(
         opened = open_sweep(path)
         if not opened.store.exists():
             raise ReportError(f"{path}: sweep {opened.sweep.name} has no results yet; run `ablate sweep {path}` first")
-        tables.append(load_table(opened.sweep, alpha, opened.store, correction))
+        tables.append(load_table(opened.sweep, alpha, opened.store, correction, opened.plan))
     comp = compare_tables(tables)
     if not comp.rows:  # nothing to set side by side: an empty table and exit 0 read as "no effect differs"
         names = " and ".join(repr(t.name) for t in tables)

@@ -23,7 +23,7 @@ from typing import Any
 
 from ablate.report.fidelity import spearman
 from ablate.report.paper import PAPER
-from ablate.report.rows import ReportRow, Table3
+from ablate.report.rows import AblationTable, ReportRow
 
 DECIDED = ("better", "worse")
 
@@ -60,7 +60,7 @@ class Comparison:
         return any(v is not None for v in self.published.values())
 
 
-def effect_of(table: Table3, row: ReportRow) -> Effect | None:
+def effect_of(table: AblationTable, row: ReportRow) -> Effect | None:
     base = table.base
     if row.ppl is None or base is None or base.ppl is None or base.ppl.mean == 0:
         return None
@@ -76,7 +76,7 @@ def effect_of(table: Table3, row: ReportRow) -> Effect | None:
     return Effect(ppl, low, high, bleu, verdict, ev.unit)
 
 
-def compare_tables(tables: list[Table3]) -> Comparison:
+def compare_tables(tables: list[AblationTable]) -> Comparison:
     """Match the rows of ``tables`` (by name, else by paper key) and collect each row's effects."""
     by_table: list[dict[str, ReportRow]] = []
     for t in tables:

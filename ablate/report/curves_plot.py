@@ -11,11 +11,11 @@ import math
 import textwrap
 from pathlib import Path
 
-from ablate.report.rows import Table3
+from ablate.report.rows import AblationTable
 from ablate.report.training_checks import STILL_IMPROVING
 
 
-def plot_curves(table: Table3, path: str | Path) -> Path | None:
+def plot_curves(table: AblationTable, path: str | Path) -> Path | None:
     """Write the panels to ``path`` (PNG); None when no row has a logged validation."""
     rows = [r for r in table.rows if any(r.curves)]
     if not rows:

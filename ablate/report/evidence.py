@@ -1,7 +1,7 @@
 """How sure each row of the table is: paired bootstraps against base and the "learned nothing" checks.
 
 See docs/trust.md (every number says how sure it is). This module reads what the trials left on disk and attaches to
-a built :class:`~ablate.report.table.Table3`:
+a built :class:`~ablate.report.table.AblationTable`:
 
 * the **unigram floor** of the dev split (stored with the prepared data, :mod:`ablate.data.unigram`);
   a row whose dev PPL is not below 0.8 x the floor is marked *not learned* and its statistics withheld;
@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from ablate.atomic import atomic_write_json
-from ablate.report.rows import Evidence, ReportRow, Table3
+from ablate.family import family_of
+from ablate.report.rows import AblationTable, Evidence, ReportRow
 from ablate.report.training_checks import attach_learning, base_chrf, translation_note
 from ablate.rundir import RunDir
 from ablate.stats.degeneracy import degenerate_share, is_degenerate
@@ -173,28 +174,18 @@ def _ppl_boot(pairs: list[tuple[Any, Any]], dev: DevData, split: str, n_resample
             if isinstance(prepared, str):
                 return prepared
             nll = RunDir(t.run_dir).read_sentence_nll(split) or []
-            tokens = _token_counts(t.config, prepared.split(split))
+            tokens = _token_counts(t.config, prepared, split)
             if len(nll) != len(tokens):
-                return f"seed {t.seed}: {len(nll)} NLLs for {len(tokens)} dev {_unit(t.config)}"
+                return f"seed {t.seed}: {len(nll)} NLLs for {len(tokens)} dev {family_of(t.config).resamples}"
             cols[2 * side] += nll
             cols[2 * side + 1] += tokens
     return paired_ppl(*cols, n_resamples=n_resamples, seed=DEFAULT_SEED)
 
 
-def _unit(config: Mapping[str, Any]) -> str:
-    return "blocks" if (config.get("model") or {}).get("arch") == "decoder" else "sentences"
-
-
-def _token_counts(config: Mapping[str, Any], shard: Any) -> list[int]:
-    """The predicted tokens behind each line of ``outputs/<split>.nll``: a sentence's length + EOS; a
-    language model's blocks of L (data.block_size) cut from the stream of sentences each followed by EOS
-    (ablate/data/lm_blocks.py: (stream - 1) // L whole blocks, the tail left out)."""
-    if _unit(config) == "sentences":
-        return [int(n) + 1 for n in shard.tgt_lengths]  # + EOS
-    from ablate.data.lm_blocks import stream_tokens, whole_blocks
-
-    block = int((config.get("data") or {}).get("block_size") or 0)
-    return [block] * whole_blocks(stream_tokens(shard.tgt_lengths), block) if block > 0 else []
+def _token_counts(config: Mapping[str, Any], prepared: Any, split: str) -> list[int]:
+    """The predicted tokens behind each line of ``outputs/<split>.nll``, as the trial's family cut them (a
+    translator's sentences, a language model's blocks)."""
+    return family_of(config).nll_tokens(config, prepared, split)
 
 
 def _bleu_boot(pairs: list[tuple[Any, Any]], dev: DevData, split: str, n_resamples: int) -> Comparison | str:
@@ -242,7 +233,7 @@ def _attach(ev: Evidence, pairs: list[tuple[Any, Any]] | str, compute: Any) -> N
 # ----------------------------------------------------------------------------------------------
 
 
-def _floor(table: Table3, base_trials: Sequence[Any], dev: DevData) -> None:
+def _floor(table: AblationTable, base_trials: Sequence[Any], dev: DevData) -> None:
     base = next(iter(_done_by_seed(base_trials).values()), None) or next(iter(base_trials), None)
     if base is None or not base.config:
         table.floor_note = "floor: n/a (no base trial)"
@@ -293,11 +284,11 @@ def _withhold(row: ReportRow, why: str, metrics: tuple[str, ...] = ("ppl", "bleu
 
 
 def attach_evidence(
-    table: Table3,
+    table: AblationTable,
     trials: Sequence[Any],
     cache_file: Path | None = None,
     n_resamples: int = DEFAULT_RESAMPLES,
-) -> Table3:
+) -> AblationTable:
     """Attach the floor, the BLEU verdict and each row's bootstraps to ``table`` (in place; returned).
 
     ``trials`` are the store's trial views (row, seed, state, config, run_dir) the table was built from.

@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ablate.report.rows import ReportRow, Table3
+from ablate.report.rows import AblationTable, ReportRow
 
 # With fewer rows a rank correlation says nothing (two points always give +1 or -1).
 MIN_ROWS_FOR_SPEARMAN = 3
@@ -122,7 +122,7 @@ def _sign(x: float) -> int:
     return (x > 0) - (x < 0)
 
 
-def _counted(table: Table3) -> list[ReportRow]:
+def _counted(table: AblationTable) -> list[ReportRow]:
     """Rows whose statistics may be compared: not the ones marked "not learned" (nor all, when base is)."""
     base = table.base
     if base is not None and base.learned is False:
@@ -131,7 +131,7 @@ def _counted(table: Table3) -> list[ReportRow]:
 
 
 def fidelity(
-    table: Table3, min_delta_ppl: float = MIN_PAPER_DELTA_PPL, min_delta_bleu: float = MIN_PAPER_DELTA_BLEU
+    table: AblationTable, min_delta_ppl: float = MIN_PAPER_DELTA_PPL, min_delta_bleu: float = MIN_PAPER_DELTA_BLEU
 ) -> Fidelity:
     """Compare our rows with the paper's across the rows that have both values.
 

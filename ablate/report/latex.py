@@ -4,13 +4,11 @@ as comments."""
 
 from __future__ import annotations
 
+from ablate.report import extras
 from ablate.report.cells import drop_paper_columns, notes, table_cells, verdict_legend
 from ablate.report.fidelity import fidelity
-from ablate.report.lengths import length_notes, with_length_columns
 from ablate.report.paper import COLUMN_KEYS, COLUMNS
-from ablate.report.published import HEADER as PUBLISHED
-from ablate.report.published import add_published_column
-from ablate.report.rows import Table3
+from ablate.report.rows import AblationTable
 from ablate.report.search_view import legend_lines, spec_text, title
 
 _LATEX_HEADERS = [
@@ -71,17 +69,16 @@ def _tex(text: str) -> str:
     return "".join(_TEX.get(c, c) for c in text)
 
 
-def _latex_headers(table: Table3) -> list[str]:
+def _latex_headers(table: AblationTable) -> list[str]:
     """The paper's ten setting headers in its notation, the table's extra columns as text, then the results."""
     n = 2 + len(COLUMNS)
     extra = [_tex(header) for key, header in table.columns if key not in COLUMN_KEYS]
     return [*_LATEX_HEADERS[:n], *extra, *_LATEX_HEADERS[n:]]
 
 
-def render_latex(table: Table3) -> str:
+def render_latex(table: AblationTable) -> str:
     heads, body = drop_paper_columns(table, _latex_headers(table), table_cells(table))
-    heads, body = with_length_columns(table, heads, body, _LATEX_BLEU, "PPL@{n}")
-    add_published_column(table, heads, body, _tex(PUBLISHED))
+    heads, body = extras.with_columns(table, heads, body, "latex", _LATEX_BLEU, _tex)
     lines = [
         "% " + title(table),
         *([f"% each row at its {spec_text(table.search)}"] if table.search is not None else []),
@@ -101,5 +98,5 @@ def render_latex(table: Table3) -> str:
     lines += ["\\bottomrule", "\\end{tabular}}"]
     # what the marks mean (level, correction, unit) printed under the table, not only in comments
     lines += ["", "\\par\\smallskip{\\footnotesize " + _tex(verdict_legend(table)) + "}"]
-    lines += [f"% {note}" for note in (*notes(table, fidelity(table)), *legend_lines(table), *length_notes(table))]
+    lines += [f"% {note}" for note in (*notes(table, fidelity(table)), *legend_lines(table), *extras.notes(table))]
     return "\n".join(lines) + "\n"

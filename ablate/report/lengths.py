@@ -5,7 +5,9 @@ A language model trial (``model.arch: decoder``) records ``val/ppl@N`` for every
 shows L in its usual PPL column and adds a column per longer length: mean ± std over seeds, the change
 against base and its mark, decided as the PPL column's are (paired over seeds on the log scale, Holm or BH
 over the table's rows at that length, the same equivalence margin). A row whose positions cannot reach a
-length (learned positions past ``model.max_positions``) shows ``—`` there, and the legend says why."""
+length (learned positions past ``model.max_positions``) shows ``—`` there, and the legend says why. The
+columns, their fields, their lines and the plot's panel are one provider (:data:`LENGTH_COLUMNS`,
+:mod:`ablate.report.provider`)."""
 
 from __future__ import annotations
 
@@ -13,8 +15,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ablate.report import press
-from ablate.report.rows import ReportRow, Stat, Table3
+from ablate.report.numbers import MARKERS, fmt_stat, signed
+from ablate.report.provider import SCORES, ColumnProvider
+from ablate.report.rows import AblationTable, ReportRow, Stat
 
 UNREACHED = "—"  # the row's positions cannot reach this length
 _AT = re.compile(r"^val/ppl@(\d+)$")
@@ -35,12 +38,12 @@ def row_lengths(done: Sequence[Any]) -> dict[int, Stat | str]:
     return out
 
 
-def extra_lengths(table: Table3) -> list[int]:
+def extra_lengths(table: AblationTable) -> list[int]:
     """The lengths beyond the training block that some row measured (the PPL column is the block's)."""
     return sorted({n for r in table.rows for n in r.lengths})
 
 
-def decide_lengths(table: Table3, correction: str, margin: float) -> None:
+def decide_lengths(table: AblationTable, correction: str, margin: float) -> None:
     """Each row's mark at each extra length, over seeds against base, corrected over the rows (as PPL's)."""
     from ablate.stats.correction import adjust
     from ablate.stats.seeds import compare_seeds
@@ -67,10 +70,8 @@ def decide_lengths(table: Table3, correction: str, margin: float) -> None:
                 row.length_marks[n] = "≈" if p_eq[i] < table.alpha else "*" if p[i] < table.alpha else ""
 
 
-def length_cell(table: Table3, row: ReportRow, n: int) -> str:
+def length_cell(table: AblationTable, row: ReportRow, n: int) -> str:
     """``8.20±0.28 (+0.80)*`` at length n, ``—`` out of reach, the row's state when nothing finished."""
-    from ablate.report.cells import MARKERS, fmt_stat, signed
-
     if row.pending:
         return MARKERS[row.pending]
     stat, base = row.lengths.get(n), table.base.lengths.get(n) if table.base else None
@@ -82,7 +83,7 @@ def length_cell(table: Table3, row: ReportRow, n: int) -> str:
     return text
 
 
-def length_notes(table: Table3) -> list[str]:
+def length_notes(table: AblationTable) -> list[str]:
     """What the length columns are, and why a row has none at some length."""
     lengths = extra_lengths(table)
     if not lengths:
@@ -100,41 +101,12 @@ def length_notes(table: Table3) -> list[str]:
     single = [r.name for r in table.rows if any(isinstance(s, Stat) and s.n < 2 for s in r.lengths.values())]
     if single:  # no seed-level test, and the bootstrap over blocks runs at L only: no mark means untested
         lines.append(f"one seed, so no mark at the longer lengths (untested, not undecided): {', '.join(single)}")
-    return lines + press.lines(table)
+    return lines
 
 
-def with_length_columns(
-    table: Table3,
-    headers: list[str],
-    body: list[list[str]],
-    bleu: Sequence[str] = ("dev BLEU (Δ)", "paper Δ"),
-    label: str = "PPL@{n} (Δ)",
-    ref_digits: int = 2,
-) -> tuple[list[str], list[list[str]]]:
-    """A ``PPL@N (Δ)`` column per extra length where the BLEU columns start (``bleu``: the format's BLEU
-    headers, first one first), then Press et al.'s reference column when it applies (report/press.py); a
-    language model's table (or one without BLEU) loses the BLEU columns that follow."""
-    lengths = extra_lengths(table)
-    if not lengths and not table.language_model:
-        return headers, body
-    at = headers.index(bleu[0])
-    drop = 0
-    if table.language_model or not any(r.bleu for r in table.rows):
-        while at + drop < len(headers) and headers[at + drop] in bleu:
-            drop += 1
-    ref_heads: list[str] = []
-    refs: list[list[str]] = [[] for _ in body]
-    press.add_column(table, ref_heads, refs, ref_digits)
-    headers = headers[:at] + [label.format(n=n) for n in lengths] + ref_heads + headers[at + drop :]
-    cells = {r.name: [length_cell(table, r, n) for n in lengths] for r in table.rows}
-    body = [row[:at] + cells[r.name] + ref + row[at + drop :] for row, ref, r in zip(body, refs, table.rows)]
-    return headers, body
-
-
-def length_record(row: ReportRow, table: Table3 | None = None) -> dict[str, Any]:
-    """The JSON (and CSV) of a row's longer lengths: ``ppl@N`` mean, std, mark, or why it is missing; Press
-    et al.'s figures for the row where the table has them."""
-    out: dict[str, Any] = press.record(table, row) if table is not None and press.applies(table) else {}
+def length_record(row: ReportRow) -> dict[str, Any]:
+    """The JSON (and CSV) of a row's longer lengths: ``ppl@N`` mean, std, mark, or why it is missing."""
+    out: dict[str, Any] = {}
     for n, stat in sorted(row.lengths.items()):
         ok = isinstance(stat, Stat)
         out[f"ppl@{n}"] = round(stat.mean, 4) if ok else None
@@ -142,3 +114,30 @@ def length_record(row: ReportRow, table: Table3 | None = None) -> dict[str, Any]
         out[f"ppl@{n}_mark"] = row.length_marks.get(n) if ok else None
         out[f"ppl@{n}_reach"] = None if ok else stat
     return out
+
+
+class LengthColumns(ColumnProvider):
+    """A ``PPL@N (Δ)`` column per longer length where the BLEU columns start, and the plot's second panel at
+    the longest one."""
+
+    place = SCORES
+
+    def headers(self, table: AblationTable, layout: str) -> list[str]:
+        label = "PPL@{n}" if layout == "latex" else "PPL@{n} (Δ)"  # LaTeX's narrower header
+        return [label.format(n=n) for n in extra_lengths(table)]
+
+    def cells(self, table: AblationTable, row: ReportRow, layout: str) -> list[str]:
+        return [length_cell(table, row, n) for n in extra_lengths(table)]
+
+    def record(self, table: AblationTable | None, row: ReportRow) -> dict[str, Any]:
+        return length_record(row)
+
+    def notes(self, table: AblationTable) -> list[str]:
+        return length_notes(table)
+
+    def panel(self, table: AblationTable) -> str | None:
+        lengths = extra_lengths(table)
+        return f"ppl@{lengths[-1]}" if lengths else None  # its longest beside L, in BLEU's place
+
+
+LENGTH_COLUMNS = LengthColumns()

@@ -1,7 +1,8 @@
 """A PNG of the Table 3 reproduction that a person reads at a glance (``ablate table --plot FILE.png``).
 
 Two panels, dev PPL and dev BLEU (a language model: dev PPL at L and at its longest evaluation length,
-with Press et al.'s change hatched; ablate/report/press.py). Each row of the sweep (except base) is one
+the panel an extra column's provider draws in BLEU's place, with Press et al.'s change hatched;
+ablate/report/extras.py). Each row of the sweep (except base) is one
 pair of horizontal bars:
 its change against base, ours (solid: the estimate of the row's test with its 95% interval as an
 error bar, over seeds where there are >= 2 else the paired bootstrap's over sentences, and the
@@ -21,11 +22,10 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from ablate.report import press
+from ablate.report import extras
 from ablate.report.cells import mark, row_label, units
-from ablate.report.lengths import extra_lengths
 from ablate.report.paper import GROUP_TITLES, PAPER
-from ablate.report.rows import ReportRow, Stat, Table3
+from ablate.report.rows import AblationTable, ReportRow, Stat
 from ablate.report.search_view import title
 
 # Fixed colours per group (matplotlib's tab10), so the same group looks the same in every plot.
@@ -81,7 +81,7 @@ def _estimate_pct(row: ReportRow, metric: str, base: Stat | None) -> tuple[float
     return 100.0 * boot.delta / boot.base, 100.0 * boot.low / boot.base, 100.0 * boot.high / boot.base
 
 
-def _bars(table: Table3, rows: list[ReportRow], metric: str, ax, bar: float) -> list[tuple]:
+def _bars(table: AblationTable, rows: list[ReportRow], metric: str, ax, bar: float) -> list[tuple]:
     """(y, value %, color, style, interval %, label) of each bar; rows without one get a note."""
     ours_base = getattr(table.base, metric) if table.base else None
     colors = group_colors(rows)
@@ -92,7 +92,7 @@ def _bars(table: Table3, rows: list[ReportRow], metric: str, ax, bar: float) -> 
         estimate = _estimate_pct(row, metric, ours_base) if ours is not None else None
         paper = _paper_relative(row, metric)
         if paper is None and metric == "ppl" and table.block_size:  # a language model's: Press et al.'s at L
-            paper = press.relative(table, row, table.block_size)
+            paper = extras.change(table, row, table.block_size)
         if ours is not None:
             label = mark(table, row, metric) + (" not learned" if row.learned is False else "")
             style = {"alpha": 0.5, "hatch": ".."} if row.learned is False else {}
@@ -106,7 +106,7 @@ def _bars(table: Table3, rows: list[ReportRow], metric: str, ax, bar: float) -> 
     return out
 
 
-def _length_bars(table: Table3, rows: list[ReportRow], n: int, ax, bar: float) -> list[tuple]:
+def _length_bars(table: AblationTable, rows: list[ReportRow], n: int, ax, bar: float) -> list[tuple]:
     """A language model's panel at length ``n``: ours (the mean's change, the length's mark; out of reach
     said on the bar's place) and Press et al.'s change against sinusoidal there (hatched), where they have one."""
     base = table.base.lengths.get(n) if table.base else None
@@ -121,12 +121,12 @@ def _length_bars(table: Table3, rows: list[ReportRow], n: int, ax, bar: float) -
         else:
             why = "out of reach" if isinstance(stat, str) else row.pending or "n/a"
             ax.text(0, y - bar / 2, f" {why}", va="center", ha="left", fontsize=8, color="#555555")
-        if (theirs := press.relative(table, row, n)) is not None:
+        if (theirs := extras.change(table, row, n)) is not None:
             out.append((y + bar / 2, theirs, color, {"alpha": 0.35, "hatch": "///"}, None, ""))
     return out
 
 
-def _plot_metric(ax, table: Table3, rows: list[ReportRow], metric: str, better: str) -> None:
+def _plot_metric(ax, table: AblationTable, rows: list[ReportRow], metric: str, better: str) -> None:
     """One panel: each row's % change of ``metric`` against base, ours solid (the test's estimate and
     its 95% interval as an error bar, the table's mark), the paper's hatched. ``ppl@N``: a language
     model's perplexity at length N, Press et al.'s change hatched."""
@@ -170,7 +170,7 @@ def _plot_metric(ax, table: Table3, rows: list[ReportRow], metric: str, better: 
     ax.set_axisbelow(True)
     ours_text = f"{ours_base.mean:.2f}" if isinstance(ours_base, Stat) else "n/a"
     floor = f", unigram floor {table.floor:.2f}" if metric == "ppl" and table.floor is not None else ""
-    paper_text = f", paper {paper_base:g}" if table.has_paper else ", Press et al. hatched" if at else ""
+    paper_text = f", paper {paper_base:g}" if table.has_paper else f", {extras.hatched()} hatched" if at else ""
     ax.set_title(f"dev {name}: change vs base ({better})\nbase: ours {ours_text}{paper_text}{floor}", fontsize=10)
     ax.set_xlabel(
         f"{name} change vs base row (%); bars: 95% CI over seeds (else bootstrap over {units(table)})\n"
@@ -198,7 +198,7 @@ def _legend(fig, rows: list[ReportRow], paper: str | None) -> None:
     fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), fontsize=9, frameon=False)
 
 
-def plot_table(table: Table3, path: str | Path) -> Path:
+def plot_table(table: AblationTable, path: str | Path) -> Path:
     """Write the figure to ``path`` (PNG) and return the path."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -208,8 +208,8 @@ def plot_table(table: Table3, path: str | Path) -> Path:
     fig = Figure(figsize=(13, 1.6 + 0.36 * max(len(rows), 1) + (1.2 if warning else 0)), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, 2, sharey=True)
-    lengths = extra_lengths(table)  # a language model's: its longest beside L, in BLEU's place
-    for ax, metric in zip(axes, ("ppl", f"ppl@{lengths[-1]}" if lengths else "bleu")):
+    second = extras.panel(table) or "bleu"  # a language model's: its longest length beside L, in BLEU's place
+    for ax, metric in zip(axes, ("ppl", second)):
         _plot_metric(ax, table, rows, metric, "higher is better" if metric == "bleu" else "lower is better")
     axes[0].set_yticks(list(range(len(rows))), [row_label(r) for r in rows], fontsize=9)
     axes[0].invert_yaxis()  # first row of the sweep at the top, as in the table
@@ -223,7 +223,8 @@ def plot_table(table: Table3, path: str | Path) -> Path:
         label = "DOES NOT TRANSLATE YET" if table.not_translating else "UNDERTRAINED"
         head += "\n" + textwrap.fill(f"{label}: {warning}", 150)
     fig.suptitle(head, fontsize=12 if not warning else 10)
-    _legend(fig, rows, "paper" if table.has_paper else "Press et al." if lengths and table.language_model else None)
+    hatched = extras.hatched() if second != "bleu" and table.family.per_length else None
+    _legend(fig, rows, "paper" if table.has_paper else hatched or None)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)

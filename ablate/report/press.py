@@ -4,8 +4,8 @@ Press, Smith and Lewis (2022, "Train Short, Test Long: Attention with Linear Bia
 Extrapolation", ICLR; arXiv 2108.12409, appendix Table 3) trained WikiText-103 language models that differ
 only in their position method on L = 1,024 tokens, one run each, and printed their validation perplexity
 at longer inputs. Their nearest inputs to L, 2L and 4L are 1,024, 2,024 and 4,024 tokens; those three
-columns are kept here, as printed (read from a transcription of the table; check a cell against the
-paper before quoting it). They ran no learned positions and no NoPE model: those rows get none.
+columns are kept here, as printed (checked against the authors' PDF: all 12 cells match, in the
+appendix's Tables 2, 3 and 5). They ran no learned positions and no NoPE model: those rows get none.
 
 Their models (far larger, word-level, trained on WikiText-103's 103M tokens of long articles) and ours
 share nothing but the position method, so the figures are directions to compare, never targets. Two
@@ -17,14 +17,17 @@ directions are printed:
 
 A table qualifies when it is a language model's, its base row uses sinusoidal positions (their baseline),
 and it has a row at 2L or 4L of its block (``eval.lengths``); a row qualifies when the only setting it
-changes against base is ``model.positional``.
+changes against base is ``model.positional``. The column, its fields, its lines and its plot bars are one
+provider (:data:`PRESS_COLUMN`, :mod:`ablate.report.provider`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ablate.report.rows import ReportRow, Stat, Table3
+from ablate.report.lengths import extra_lengths
+from ablate.report.provider import REFERENCES, ColumnProvider
+from ablate.report.rows import AblationTable, ReportRow, Stat
 
 PRESS = (
     "Press et al. 2022 (ICLR), appendix Table 3: WikiText-103 validation PPL, trained at L = 1,024, evaluated "
@@ -49,36 +52,27 @@ def _sign(x: float) -> int:
     return (x > 0) - (x < 0)
 
 
-def applies(table: Table3) -> bool:
+def applies(table: AblationTable) -> bool:
     """A language model's table whose base uses sinusoidal positions and that measured 2L or 4L."""
     base = table.base
-    if not table.language_model or base is None or base.settings.get("positional") != BASELINE:
+    if not table.family.per_length or base is None or base.settings.get("positional") != BASELINE:
         return False
-    return any(_multiple(table, n) in (2, 4) for n in _lengths(table))
+    return any(_multiple(table, n) in (2, 4) for n in extra_lengths(table))
 
 
-def figures(table: Table3, row: ReportRow) -> tuple[str, tuple[float, float, float]] | None:
+def figures(table: AblationTable, row: ReportRow) -> tuple[str, tuple[float, float, float]] | None:
     """Their method and PPL at L, 2L, 4L for a row whose only change against base is its positions."""
     if not applies(table) or set(row.changed) - {"positional"}:
         return None
     return _FIGURES.get(str(row.settings.get("positional")))
 
 
-def cell(table: Table3, row: ReportRow, digits: int = 2) -> str:
+def cell(table: AblationTable, row: ReportRow, digits: int = 2) -> str:
     found = figures(table, row)
     return "/".join(f"{v:.{digits}f}" for v in found[1]) if found else ""
 
 
-def add_column(table: Table3, headers: list[str], body: list[list[str]], digits: int = 2) -> None:
-    """Append the reference column (every format) when the table qualifies and some row has figures
-    (``digits``: the terminal prints one, to fit its width; JSON keeps theirs as printed)."""
-    if any(figures(table, r) for r in table.rows):
-        headers.append(HEADER)
-        for cells, row in zip(body, table.rows):
-            cells.append(cell(table, row, digits))
-
-
-def record(table: Table3, row: ReportRow) -> dict[str, Any]:
+def record(table: AblationTable, row: ReportRow) -> dict[str, Any]:
     """The row's JSON / CSV fields: their method and PPL at L, 2L, 4L (None without figures)."""
     found = figures(table, row)
     out: dict[str, Any] = {"press_method": found[0] if found else None}
@@ -87,22 +81,17 @@ def record(table: Table3, row: ReportRow) -> dict[str, Any]:
     return out
 
 
-def _lengths(table: Table3) -> list[int]:
-    """The lengths beyond the training block some row measured (lengths.extra_lengths, which imports this)."""
-    return sorted({n for r in table.rows for n in r.lengths})
-
-
-def _multiple(table: Table3, n: int) -> int | None:
+def _multiple(table: AblationTable, n: int) -> int | None:
     block = table.block_size
     return n // block if block and n % block == 0 and n // block in MULTIPLES else None
 
 
-def _at(table: Table3, m: int) -> int | None:
+def _at(table: AblationTable, m: int) -> int | None:
     """Our evaluation length that is m x L, if the table measured one."""
-    return next((n for n in _lengths(table) if _multiple(table, n) == m), None)
+    return next((n for n in extra_lengths(table) if _multiple(table, n) == m), None)
 
 
-def _ours(table: Table3, row: ReportRow, m: int) -> float | None:
+def _ours(table: AblationTable, row: ReportRow, m: int) -> float | None:
     """Our mean PPL of ``row`` at m x L (the PPL column at L), None where not measured or out of reach."""
     if m == 1:
         return row.ppl.mean if row.ppl else None
@@ -111,7 +100,7 @@ def _ours(table: Table3, row: ReportRow, m: int) -> float | None:
     return stat.mean if isinstance(stat, Stat) else None
 
 
-def agreement(table: Table3) -> dict[str, Any]:
+def agreement(table: AblationTable) -> dict[str, Any]:
     """Per multiple of L: rows whose Δ against base has their sign (agree, counted, of those significant);
     past L: rows whose PPL moves from L to the longest multiple measured as theirs does."""
     base = table.base
@@ -147,7 +136,7 @@ def agreement(table: Table3) -> dict[str, Any]:
     return out
 
 
-def lines(table: Table3) -> list[str]:
+def lines(table: AblationTable) -> list[str]:
     """The legend of the column and the two direction summaries, under the table (every format)."""
     if not any(figures(table, r) for r in table.rows):
         return []
@@ -170,7 +159,7 @@ def lines(table: Table3) -> list[str]:
     return out
 
 
-def relative(table: Table3, row: ReportRow, n: int) -> float | None:
+def relative(table: AblationTable, row: ReportRow, n: int) -> float | None:
     """Their change against sinusoidal in % at the multiple of L that our length ``n`` is (the plot's
     hatched bar), None where they have no figure there."""
     found, m = figures(table, row), _multiple(table, n)
@@ -179,3 +168,33 @@ def relative(table: Table3, row: ReportRow, n: int) -> float | None:
     k = MULTIPLES.index(m)
     theirs, base = found[1][k], _FIGURES[BASELINE][1][k]
     return 100.0 * (theirs - base) / base
+
+
+class PressColumn(ColumnProvider):
+    """Their PPL at L, 2L and 4L beside our lengths, the direction summaries under the table, and their
+    change against sinusoidal as the plot's hatched bars."""
+
+    place = REFERENCES
+    numbers = False  # three figures a cell, read across: left-aligned in the terminal
+    hatched = "Press et al."
+
+    def headers(self, table: AblationTable, layout: str) -> list[str]:
+        return [HEADER] if any(figures(table, r) for r in table.rows) else []
+
+    def cells(self, table: AblationTable, row: ReportRow, layout: str) -> list[str]:
+        return [cell(table, row, 1 if layout == "text" else 2)]  # the terminal's one decimal fits its width
+
+    def record(self, table: AblationTable | None, row: ReportRow) -> dict[str, Any]:
+        return record(table, row) if table is not None and applies(table) else {}
+
+    def table_record(self, table: AblationTable) -> dict[str, Any]:
+        return {"press_agreement": agreement(table)} if applies(table) else {}
+
+    def notes(self, table: AblationTable) -> list[str]:
+        return lines(table)
+
+    def change(self, table: AblationTable, row: ReportRow, length: int) -> float | None:
+        return relative(table, row, length)
+
+
+PRESS_COLUMN = PressColumn()

@@ -8,7 +8,8 @@ pre-norm with relative position biases and no dropout schedule of ours. A figure
 change did there, not what it should do here; a revisited table shows it as a column beside ours.
 
 A row gets a figure when the only setting it changes against base is one slot whose variant is the
-modification they measured (``model.ffn=swiglu`` -> their SwiGLU). Values as printed in their Table 1.
+modification they measured (``model.ffn=swiglu`` -> their SwiGLU). Values as printed in their Table 1. The
+column, its fields and its legend are one provider (:data:`PUBLISHED_COLUMN`, :mod:`ablate.report.provider`).
 """
 
 from __future__ import annotations
@@ -17,12 +18,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ablate.report.provider import LAST, ColumnProvider
+
 NARANG = (
     "Narang et al. 2021 (EMNLP), Table 1: WMT'14 En-De BLEU, no pre-training, one run each, Δ against their "
     "vanilla Transformer (26.62; pre-norm, relative position biases): what the change did there, not a target"
 )
 NARANG_BASE_BLEU = 26.62
 HEADER = "Narang ΔBLEU"
+SHORT_HEADER = "Narang Δ"  # the terminal's (the legend says whose, and of what)
 
 # (slot, our variant) -> (their row, their BLEU)
 _NARANG_ROWS: dict[tuple[str, str], tuple[str, float]] = {
@@ -68,14 +72,6 @@ def published_cell(row: Any) -> str:
     return f"{p.bleu_delta:+.2f}" if p is not None else ""
 
 
-def add_published_column(table: Any, headers: list[str], body: list[list[str]], header: str = HEADER) -> None:
-    """Append the column (md, LaTeX, the terminal) when some row has a figure; the legend says whose."""
-    if has_published(table):
-        headers.append(header)
-        for cells, row in zip(body, table.rows):
-            cells.append(published_cell(row))
-
-
 def published_legend(table: Any) -> list[str]:
     return [f"Narang Δ(BLEU): {NARANG}."] if has_published(table) else []
 
@@ -88,3 +84,32 @@ def published_record(row: Any) -> dict[str, Any]:
         "published_bleu": p.bleu if p is not None else None,
         "published_bleu_delta": p.bleu_delta if p is not None else None,
     }
+
+
+class PublishedColumn(ColumnProvider):
+    """Their BLEU change for the row's change, after the table's own columns, and whose it is in the legend."""
+
+    place = LAST
+    # not among the W&B summary table's columns, as before these figures: another column set would change
+    # the summary's hash, and every finished sweep would log its summary run again
+    summary = False
+
+    def headers(self, table: Any, layout: str) -> list[str]:
+        if not has_published(table):
+            return []
+        return [SHORT_HEADER if layout == "text" else HEADER]
+
+    def cells(self, table: Any, row: Any, layout: str) -> list[str]:
+        return [published_cell(row)]
+
+    def record(self, table: Any | None, row: Any) -> dict[str, Any]:
+        return published_record(row)  # every row's JSON has them (None without a figure)
+
+    def fields(self, table: Any) -> list[str]:
+        return list(published_record(table.rows[0])) if has_published(table) else []  # CSV: only with a figure
+
+    def legend(self, table: Any) -> list[str]:
+        return published_legend(table)
+
+
+PUBLISHED_COLUMN = PublishedColumn()

@@ -1,4 +1,4 @@
-"""Render a :class:`~ablate.report.rows.Table3` as markdown, CSV, LaTeX or JSON.
+"""Render a :class:`~ablate.report.rows.AblationTable` as markdown, CSV, LaTeX or JSON.
 
 Markdown and LaTeX follow the paper's layout: a group label on the first row of each group, the base
 row with all its settings, the other rows with only the cells they change (blank = as base), and
@@ -16,9 +16,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ablate.report import press
+from ablate.family import FAMILIES
+from ablate.report import extras
 from ablate.report.cells import (
-    PAIRING,
     drop_paper_columns,
     metric_withheld,
     notes,
@@ -28,10 +28,9 @@ from ablate.report.cells import (
 from ablate.report.columns import OTHER_KEY
 from ablate.report.errors import ReportError
 from ablate.report.fidelity import fidelity
-from ablate.report.lengths import length_notes, length_record, with_length_columns
 from ablate.report.paper import CITATION, COLUMN_KEYS
-from ablate.report.published import add_published_column, has_published, published_record
-from ablate.report.rows import Evidence, ReportRow, Table3
+from ablate.report.provider import LAST, REFERENCES, SCORES
+from ablate.report.rows import AblationTable, Evidence, ReportRow
 from ablate.report.search_view import CSV_FIELDS as SEARCH_CSV_FIELDS
 from ablate.report.search_view import csv_record, legend_lines, spec_record, spec_text, title
 from ablate.report.terminal import render_text
@@ -56,7 +55,7 @@ RESULT_HEADERS = [
 MD_BLEU = ("BLEU (Δ)", "ΔBLEU boot [95% CI]", "p boot / seeds", "paper BLEU (Δ)")  # a language model has none
 
 
-def headers(table: Table3) -> list[str]:
+def headers(table: AblationTable) -> list[str]:
     """The md / LaTeX header: group, row, the settings columns the table has, then the results."""
     return ["", "row", *(header for _, header in table.columns), *RESULT_HEADERS]
 
@@ -66,7 +65,7 @@ def headers(table: Table3) -> list[str]:
 # ----------------------------------------------------------------------------------------------
 
 
-def _search_cells(table: Table3, body: list[list[str]]) -> list[str]:
+def _search_cells(table: AblationTable, body: list[list[str]]) -> list[str]:
     """A search table's extra md columns (the best params, the search's counts) added to the headers."""
     if table.search is None:
         return headers(table)
@@ -77,11 +76,10 @@ def _search_cells(table: Table3, body: list[list[str]]) -> list[str]:
     return [*headers(table), "tuned (best params)", "search"]
 
 
-def render_md(table: Table3) -> str:
+def render_md(table: AblationTable) -> str:
     body = table_cells(table)
     heads, body = drop_paper_columns(table, _search_cells(table, body), body)
-    heads, body = with_length_columns(table, heads, body, MD_BLEU, "PPL@{n} (Δ)")
-    add_published_column(table, heads, body)
+    heads, body = extras.with_columns(table, heads, body, "md", MD_BLEU)
     widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(heads)]
     # right-align numbers, as a reader scans them by column; "other changes" and a search's columns are text
     text = {dict(table.columns).get(OTHER_KEY), "tuned (best params)", "search"}  # the rest are numbers
@@ -97,7 +95,7 @@ def render_md(table: Table3) -> str:
         ranges = "; ".join(p.describe() for p in table.search.params)
         lines += [f"Each row at its {spec_text(table.search)}. Searched: {ranges}.", ""]
     lines += [line(heads), rule, *(line(r) for r in body), ""]
-    lines += [f"- {note}" for note in (*notes(table, fidelity(table)), *legend_lines(table), *length_notes(table))]
+    lines += [f"- {note}" for note in (*notes(table, fidelity(table)), *legend_lines(table), *extras.notes(table))]
     return "\n".join(lines) + "\n"
 
 
@@ -126,7 +124,7 @@ def _evidence(ev: Evidence, metric: str, withheld: bool) -> dict[str, Any]:
     }
 
 
-def row_record(row: ReportRow, table: Table3 | None = None) -> dict[str, Any]:
+def row_record(row: ReportRow, table: AblationTable | None = None) -> dict[str, Any]:
     """One row as plain JSON-able values (CSV flattens it); BLEU is None where ``table`` withholds it."""
     pd = row.paper_delta
     alpha = table.alpha if table is not None else 0.05
@@ -155,12 +153,12 @@ def row_record(row: ReportRow, table: Table3 | None = None) -> dict[str, Any]:
         "paper_bleu": row.paper.bleu if row.paper else None,
         "paper_bleu_delta": pd[1] if pd else None,
         "learned": row.learned,
-        **length_record(row, table),
+        **extras.record(table, row, (SCORES, REFERENCES)),  # a language model's lengths and Press et al.'s
         "ppl_last_quarter_drop": _r(row.still_improving),  # share dev PPL fell over the last quarter of training
         "learning": learning_note(table, row),  # does not translate yet | undertrained | still improving | None
         "params": row.params,
         "paper_params_m": row.paper.params_m if row.paper else None,
-        **published_record(row),
+        **extras.record(table, row, (LAST,)),  # another study's figure for the change
         "n_done": row.n_done,
         "n_trials": row.n_trials,
         "status": row.pending or ("done" if row.n_done == row.n_trials else "partial"),
@@ -171,7 +169,7 @@ def row_record(row: ReportRow, table: Table3 | None = None) -> dict[str, Any]:
     }
 
 
-def learning_note(table: Table3 | None, row: ReportRow) -> str | None:
+def learning_note(table: AblationTable | None, row: ReportRow) -> str | None:
     """One word on whether the model learned the task, for a row of CSV / JSON (the legend has the figures)."""
     if table is not None and table.not_translating:
         return "does not translate yet"
@@ -182,12 +180,12 @@ def learning_note(table: Table3 | None, row: ReportRow) -> str | None:
     return None
 
 
-def _tuned(row: ReportRow, table: Table3 | None) -> bool:
+def _tuned(row: ReportRow, table: AblationTable | None) -> bool:
     """Whether a row record carries a "search" entry: a row of a search table (or one that has a search)."""
     return row.search is not None or (table is not None and table.search is not None)
 
 
-def render_json(table: Table3) -> str:
+def render_json(table: AblationTable) -> str:
     data = {
         "sweep": table.name,
         "paper": CITATION,
@@ -196,7 +194,7 @@ def render_json(table: Table3) -> str:
         "correction": table.correction,  # error control of the verdicts over the table's rows
         "looks": table.looks,  # adaptive seeds: alpha above is per look, spread over this many
         "equivalence_margins": table.margins,  # ppl: relative, bleu: points
-        "pairing": PAIRING,
+        "pairing": FAMILIES.get("encdec").pairing,  # the translator's, for every table (the notes have the family's)
         "unigram_floor": _r(table.floor),
         "floor_note": table.floor_note,
         "bleu_withheld": table.bleu_withheld,
@@ -205,8 +203,8 @@ def render_json(table: Table3) -> str:
         "base_chrf": _r(table.base_chrf),
         "rows": [row_record(r, table) for r in table.rows],
         "fidelity": {k: _r(v) if isinstance(v, float) else v for k, v in fidelity(table).as_dict().items()},
-        **({"press_agreement": press.agreement(table)} if press.applies(table) else {}),  # an LM's positions
-        "notes": [*notes(table, fidelity(table)), *legend_lines(table), *length_notes(table)],
+        **extras.table_record(table),  # Press et al.'s direction summaries, where they apply
+        "notes": [*notes(table, fidelity(table)), *legend_lines(table), *extras.notes(table)],
     }
     if table.search is not None:  # a tuned table: every row at its best configuration
         data = {"sweep": table.name, "tuned": True, "search": spec_record(table.search), **data}
@@ -257,13 +255,12 @@ CSV_FIELDS = [
 ]
 
 
-def render_csv(table: Table3) -> str:
+def render_csv(table: AblationTable) -> str:
     buf = io.StringIO()
     extra = [key for key, _ in table.columns if key not in COLUMN_KEYS]  # the slot / "other" columns it has
     fields = CSV_FIELDS[: 3 + len(COLUMN_KEYS)] + extra + CSV_FIELDS[3 + len(COLUMN_KEYS) :]
     fields += SEARCH_CSV_FIELDS if table.search is not None else []
-    fields += list(published_record(table.rows[0])) if has_published(table) else []
-    fields += list(dict.fromkeys(key for row in table.rows for key in length_record(row, table)))  # an LM's
+    fields += extras.fields(table)
     writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for row in table.rows:
@@ -275,13 +272,13 @@ def render_csv(table: Table3) -> str:
     return buf.getvalue()
 
 
-def _latex(table: Table3) -> str:
+def _latex(table: AblationTable) -> str:
     from ablate.report.latex import render_latex
 
     return render_latex(table)
 
 
-RENDERERS: dict[str, Callable[[Table3], str]] = {
+RENDERERS: dict[str, Callable[[AblationTable], str]] = {
     "md": render_md,
     "csv": render_csv,
     "latex": _latex,
@@ -290,7 +287,7 @@ RENDERERS: dict[str, Callable[[Table3], str]] = {
 }
 
 
-def render(table: Table3, fmt: str = "md") -> str:
+def render(table: AblationTable, fmt: str = "md") -> str:
     """The table in ``fmt`` (text: the terminal's narrow layout; md, csv, latex or json)."""
     try:
         return RENDERERS[fmt](table)

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ablate.family import FAMILIES, ModelFamily
 from ablate.report.columns import table_columns
 from ablate.report.paper import PaperRow, paper_delta
 from ablate.stats.seeds import SeedComparison
@@ -144,7 +145,7 @@ class ReportRow:
 
 
 @dataclass
-class Table3:
+class AblationTable:
     """The whole report: rows in the sweep's order, the name of the sweep, and how to read its statistics."""
 
     name: str
@@ -160,8 +161,10 @@ class Table3:
     not_translating: str | None = None  # base's dev outputs are not translations yet: no verdicts
     base_chrf: float | None = None  # base's dev chrF (sacreBLEU), the figure behind not_translating
     search: Any = None  # a search sweep's SearchSpec: each row at its best config (ablate.report.search_view)
-    language_model: bool = False  # its trials are decoder-only language models: no BLEU (report/lengths.py)
-    block_size: int | None = None  # a language model's training block L (data.block_size), when all rows share it
+    # the kind of model its trials are (ablate.family): BLEU or not, PPL per length, what the bootstrap resamples
+    family: ModelFamily = field(default_factory=lambda: FAMILIES.get("encdec"))
+    block_size: int | None = None  # a per-length family's training block L (data.block_size), when all rows share it
+    base_data: dict[str, Any] = field(default_factory=dict)  # the base row's data section (what it trained on)
     plan_notes: list[str] = field(default_factory=list)  # what the sweep's plans say under the table
 
     @property

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ablate.report.cells import row_label
-from ablate.report.rows import ReportRow, Table3
+from ablate.report.rows import AblationTable, ReportRow
 from ablate.report.search_view import TunedRow, spec_text
 
 DONE_COLOR = "#1f77b4"
@@ -107,7 +107,7 @@ def _legend_handles() -> list:
     ]
 
 
-def plot_history(table: Table3, path: str | Path) -> Path:
+def plot_history(table: AblationTable, path: str | Path) -> Path:
     """Write the optimization history of a search table (one panel per row with a search) to ``path``."""
     fig = history_figure(table)
     out = Path(path)
@@ -116,7 +116,7 @@ def plot_history(table: Table3, path: str | Path) -> Path:
     return out
 
 
-def history_figure(table: Table3) -> Any:
+def history_figure(table: AblationTable) -> Any:
     """The figure of :func:`plot_history` (a matplotlib Figure on the Agg canvas)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure

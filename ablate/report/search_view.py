@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ablate.report.paper import changed_settings, settings_of
-from ablate.report.rows import Table3
+from ablate.report.rows import AblationTable
 from ablate.sweep.file.expand import set_dotted
 from ablate.sweep.file.search_spec import SearchSpec
 from ablate.sweep.file.spec import Sweep
@@ -114,14 +114,14 @@ def spec_record(spec: SearchSpec) -> dict[str, Any]:
     return spec.record()
 
 
-def title(table: Table3) -> str:
+def title(table: AblationTable) -> str:
     what = "Table 3 reproduction" if table.has_paper else "Ablation table"  # rows without paper values
     if table.search is not None:
         what = "Tuned Table 3" if table.has_paper else "Tuned ablation table"
     return f"{what}: {table.name}" if table.name else what
 
 
-def legend_lines(table: Table3) -> list[str]:
+def legend_lines(table: AblationTable) -> list[str]:
     """The lines a tuned table adds to the legend (none for a grid sweep)."""
     if table.search is None:
         return []
@@ -213,7 +213,7 @@ def _tuned_columns(spec: SearchSpec, config: Mapping[str, Any]) -> set[str]:
     return columns
 
 
-def apply_search(table: Table3, sweep: Sweep, views: Sequence[TrialView]) -> Table3:
+def apply_search(table: AblationTable, sweep: Sweep, views: Sequence[TrialView]) -> AblationTable:
     """Mark ``table`` (built from :func:`table_views`) as tuned: the search per row, the settings from the
     rows' templates (searched columns ``tuned``), rows whose search finished nothing marked failed."""
     spec = sweep.search

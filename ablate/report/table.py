@@ -21,12 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ablate.family import FAMILIES, families_of
 from ablate.report.columns import OTHER_KEY, other_changes, slot_settings
 from ablate.report.errors import ReportError
 from ablate.report.lengths import row_lengths
 from ablate.report.paper import PAPER, settings_of
 from ablate.report.published import published_for
-from ablate.report.rows import ReportRow, Stat, Table3, TrialLike
+from ablate.report.rows import AblationTable, ReportRow, Stat, TrialLike
 from ablate.report.verdicts import decide
 
 # The metrics the table reads from a trial (keys written by training; see docs/architecture.md).
@@ -137,7 +138,7 @@ def build_table(
     name: str = "",
     row_info: Mapping[str, Mapping[str, Any]] | None = None,
     ignore: Sequence[str] = (),
-) -> Table3:
+) -> AblationTable:
     """Aggregate trial results into report rows, in the sweep file's row order.
 
     ``row_info`` (row name -> ``{group, paper}``) describes rows of the sweep file that have no trial
@@ -164,9 +165,11 @@ def build_table(
             row.ppl_delta = row.ppl.mean - base.ppl.mean
         if row.bleu and base.bleu:
             row.bleu_delta = row.bleu.mean - base.bleu.mean
-    arch = {((t.config or {}).get("model") or {}).get("arch") for t in results}
+    # one family for the table: a mixed one (or one with no config yet) reads as the translator's
+    family = families_of([t.config or {} for t in results]) or FAMILIES.get("encdec")
     blocks = {((t.config or {}).get("data") or {}).get("block_size") for t in results if t.config}
-    block = int(next(iter(blocks))) if arch == {"decoder"} and len(blocks) == 1 and None not in blocks else None
-    table = Table3(name=name, rows=rows, language_model=arch == {"decoder"}, block_size=block)
+    block = int(next(iter(blocks))) if family.per_length and len(blocks) == 1 and None not in blocks else None
+    base_data = dict((base_config or {}).get("data") or {})
+    table = AblationTable(name=name, rows=rows, family=family, block_size=block, base_data=base_data)
     decide(table)  # seed-level tests and verdicts; load_table decides again with the bootstrap attached
     return table

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import textwrap
 
+from ablate.report import extras
 from ablate.report.cells import (
     drop_paper_columns,
     fidelity_lines,
@@ -23,9 +24,8 @@ from ablate.report.cells import (
 )
 from ablate.report.columns import OTHER_KEY
 from ablate.report.fidelity import fidelity
-from ablate.report.lengths import length_notes, with_length_columns
-from ablate.report.published import add_published_column, has_published, published_cell
-from ablate.report.rows import ReportRow, Table3
+from ablate.report.provider import LAST
+from ablate.report.rows import AblationTable, ReportRow
 from ablate.report.search_view import legend_lines, spec_text, title
 
 WIDTH = 110  # the widest line printed (long row names and changes are cut with "…" to fit)
@@ -62,7 +62,7 @@ def _runs(row: ReportRow) -> str:
     return f"{row.n_done}/{row.n_trials}" + (f" ({', '.join(rest)})" if rest else "")
 
 
-def _row_cells(table: Table3, row: ReportRow, group: str) -> list[str]:
+def _row_cells(table: AblationTable, row: ReportRow, group: str) -> list[str]:
     return [
         group,
         _clip(row_label(row), MAX_ROW),
@@ -76,12 +76,12 @@ def _row_cells(table: Table3, row: ReportRow, group: str) -> list[str]:
 
 
 HEADERS = ["", "row", "changes", "dev PPL (Δ)", "paper Δ", "dev BLEU (Δ)", "paper Δ", "runs"]
+TEXT_BLEU = ("dev BLEU (Δ)", "paper Δ")  # a table without BLEU gives these up for the extra scores' columns
 TUNED_HEADER = "tuned"  # a search table's best params, when they fit
-PUBLISHED = "Narang Δ"  # another study's BLEU delta for the same change (the legend says whose)
-RIGHT = {"dev PPL (Δ)", "paper Δ", "dev BLEU (Δ)", PUBLISHED}  # numbers right-aligned
+RIGHT = {"dev PPL (Δ)", "paper Δ", "dev BLEU (Δ)"}  # numbers right-aligned (and the extra columns of numbers)
 
 
-def _head(table: Table3) -> list[str]:
+def _head(table: AblationTable) -> list[str]:
     head = title(table)
     base = table.base
     lines = [head, "=" * len(head)]
@@ -108,19 +108,22 @@ def _widths(headers: list[str], body: list[list[str]]) -> list[int]:
     return [max([len(h), *(len(r[i]) for r in body)]) for i, h in enumerate(headers)]
 
 
-def _published_column(headers: list[str], body: list[list[str]], table: Table3) -> bool:
-    """Add another study's figures as a column when some row has one and the table still fits WIDTH
-    unshrunk; otherwise they go to a line under the table."""
-    if not has_published(table):
-        return False
-    widths = _widths([*headers, PUBLISHED], [[*r, published_cell(row)] for r, row in zip(body, table.rows)])
-    if sum(widths) + 2 * (len(widths) - 1) > WIDTH:
-        return False
-    add_published_column(table, headers, body, PUBLISHED)
-    return True
+def _last_columns(headers: list[str], body: list[list[str]], table: AblationTable) -> list[str]:
+    """Add each provider's columns that go last (another study's figures) while the table still fits WIDTH
+    unshrunk; the lines under the table that carry the figures of those that did not fit."""
+    lines = []
+    for found in extras.columns(table, "text", (LAST,)):
+        _, heads, cells = found
+        widths = _widths([*headers, *heads], [[*r, *c] for r, c in zip(body, cells)])
+        if sum(widths) + 2 * (len(widths) - 1) <= WIDTH:
+            extras.append(headers, body, found)
+            continue
+        figures = ", ".join(f"{r.name} {' '.join(c)}" for r, c in zip(table.rows, cells) if any(c))
+        lines += textwrap.wrap(f"{' '.join(heads)}: {figures}", WIDTH, subsequent_indent="  ") + [""]
+    return lines
 
 
-def _tuned_column(headers: list[str], body: list[list[str]], table: Table3) -> bool:
+def _tuned_column(headers: list[str], body: list[list[str]], table: AblationTable) -> bool:
     """Add a search table's "tuned" column (each row's best params) when the table still fits WIDTH
     unshrunk; otherwise the params go to the list under the table (:func:`_tuned_list`)."""
     if table.search is None:
@@ -135,7 +138,7 @@ def _tuned_column(headers: list[str], body: list[list[str]], table: Table3) -> b
     return True
 
 
-def _tuned_list(table: Table3, params: bool) -> list[str]:
+def _tuned_list(table: AblationTable, params: bool) -> list[str]:
     """A search table's rows again, each with its best trial (its number in the row's study and value),
     its search's counts and, when the table had no room for a "tuned" column, the best params."""
     rows = [r for r in table.rows if r.search is not None] if table.search is not None else []
@@ -161,17 +164,19 @@ def _tuned_list(table: Table3, params: bool) -> list[str]:
     return out + [""]
 
 
-def render_text(table: Table3) -> str:
+def render_text(table: AblationTable) -> str:
     """The table in a terminal's width; the wide paper layout is ``render(table, "md")``."""
     body = []
     previous = None
     for row in table.rows:
         body.append(_row_cells(table, row, group_label(row.group) if row.group != previous else ""))
         previous = row.group
-    headers, body = with_length_columns(table, *drop_paper_columns(table, list(HEADERS), body), ref_digits=1)
-    published = _published_column(headers, body, table)
+    headers, body = drop_paper_columns(table, list(HEADERS), body)
+    headers, body = extras.score_columns(table, headers, body, "text", TEXT_BLEU)
+    left_out = _last_columns(headers, body, table)
     column = _tuned_column(headers, body, table)
-    right = {i for i, h in enumerate(headers) if h in RIGHT or h.startswith("PPL@")}
+    numbers = RIGHT | extras.right_aligned(table, "text")
+    right = {i for i, h in enumerate(headers) if h in numbers}
     widths = _fit(_widths(headers, body))
     body = [[_clip(c, widths[i]) if i in (1, 2) else c for i, c in enumerate(r)] for r in body]
 
@@ -180,13 +185,10 @@ def render_text(table: Table3) -> str:
         return "  ".join(padded).rstrip()
 
     lines = [*_head(table), line(headers), line(["-" * w for w in widths]), *(line(r) for r in body), ""]
-    lines += _tuned_list(table, params=not column)
-    if not published and has_published(table):  # no room for the column: the figures in one line
-        figures = ", ".join(f"{r.name} {published_cell(r)}" for r in table.rows if r.published is not None)
-        lines += textwrap.wrap(f"{PUBLISHED}: {figures}", WIDTH, subsequent_indent="  ") + [""]
+    lines += _tuned_list(table, params=not column) + left_out  # the figures with no room for their column
     notes = [*legend(table, terminal=True), *legend_lines(table), *fidelity_lines(table, fidelity(table))]
     notes += [f"failed: {row.name} {failure}" for row in table.rows for failure in row.failures]
-    notes += length_notes(table) + table.plan_notes
+    notes += extras.notes(table) + table.plan_notes
     for note in notes:
         lines += textwrap.wrap(note, WIDTH, initial_indent="- ", subsequent_indent="  ")
     return "\n".join(lines) + "\n"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ablate.report.rows import Table3, TrialLike
+from ablate.report.rows import AblationTable, TrialLike
 from ablate.rundir import RunDir
 from ablate.stats.learning import MIN_BASE_CHRF, base_chrf, translates
 
@@ -53,7 +53,7 @@ def last_quarter(points: Sequence[tuple[int, float]]) -> tuple[float, int, int] 
     return (ppl - final) / ppl, step, final_step
 
 
-def attach_learning(table: Table3, trials: Sequence[TrialLike]) -> None:
+def attach_learning(table: AblationTable, trials: Sequence[TrialLike]) -> None:
     """Set each row's ``still_improving`` (the mean last-quarter drop over its finished seeds, or None) and
     the table's ``undertrained`` note when base's drop is above :data:`STILL_IMPROVING`."""
     by_row: dict[str, list[tuple[float, int, int]]] = {}

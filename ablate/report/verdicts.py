@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ablate.report.lengths import decide_lengths
-from ablate.report.rows import Evidence, Table3
+from ablate.report.rows import AblationTable, Evidence
 from ablate.stats.correction import DEFAULT_CORRECTION, adjust
 from ablate.sweep.file.spec import Sweep
 
@@ -51,7 +51,9 @@ def _test_of(ev: Evidence) -> tuple[str, Any] | None:
     return None
 
 
-def decide(table: Table3, correction: str = DEFAULT_CORRECTION, margins: Mapping[str, float] | None = None) -> None:
+def decide(
+    table: AblationTable, correction: str = DEFAULT_CORRECTION, margins: Mapping[str, float] | None = None
+) -> None:
     """Set ``unit``, ``p_adjusted``, ``p_equiv_adjusted`` and ``verdict`` on every row's PPL and BLEU
     evidence (rows without a test get none), and record the correction on the table."""
     table.correction = correction
@@ -77,7 +79,7 @@ def decide(table: Table3, correction: str = DEFAULT_CORRECTION, margins: Mapping
     decide_lengths(table, correction, table.margins.get("ppl", DEFAULT_MARGINS["ppl"]))  # a language model's
 
 
-def _seed_tests(table: Table3) -> None:
+def _seed_tests(table: AblationTable) -> None:
     """Each row's seed-level test against base (PPL on the log scale), with the table's margins."""
     from ablate.stats.seeds import compare_seeds
 

@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from ablate.atomic import atomic_write_json
+from ablate.report import extras
 from ablate.report.cells import fmt_setting
 from ablate.report.fidelity import fidelity
-from ablate.report.lengths import length_record
 from ablate.report.paper import COLUMN_KEYS
 from ablate.report.render import row_record
-from ablate.report.rows import Table3
+from ablate.report.rows import AblationTable
 from ablate.report.search_view import spec_record
 from ablate.tracking import wandb_mode
 
@@ -81,14 +81,14 @@ TABLE_COLUMNS = [
 SEARCH_COLUMNS = ["best_run", "best_value", "best_trial", "tuned_params", "search_trials", "search_pruned"]
 
 
-def table_columns(table: Table3) -> list[str]:
+def table_columns(table: AblationTable) -> list[str]:
     """TABLE_COLUMNS with the table's slot / "other" columns after the paper's settings, then a search's,
-    then a language model's: PPL at each longer length (and Press et al.'s figures, where they apply)."""
+    then the extra columns' fields (:mod:`ablate.report.extras`: a language model's PPL at each longer length
+    and Press et al.'s figures, where they apply)."""
     extra = [key for key, _ in table.columns if key not in COLUMN_KEYS]
     at = 3 + len(COLUMN_KEYS)
-    lengths = list(dict.fromkeys(key for row in table.rows for key in length_record(row, table)))
     search = SEARCH_COLUMNS if table.search is not None else []
-    return TABLE_COLUMNS[:at] + extra + TABLE_COLUMNS[at:] + search + lengths
+    return TABLE_COLUMNS[:at] + extra + TABLE_COLUMNS[at:] + search + extras.fields(table, summary=True)
 
 
 def _search_cells(row: Any) -> dict[str, Any]:
@@ -105,7 +105,7 @@ def _search_cells(row: Any) -> dict[str, Any]:
     }
 
 
-def table_rows(table: Table3) -> list[list[Any]]:
+def table_rows(table: AblationTable) -> list[list[Any]]:
     """The report's rows as wandb.Table data (settings as text, unchanged settings empty)."""
     out, columns = [], table_columns(table)
     for row in table.rows:
@@ -120,7 +120,7 @@ def table_rows(table: Table3) -> list[list[Any]]:
     return out
 
 
-def best_summary(table: Table3) -> dict[str, Any]:
+def best_summary(table: AblationTable) -> dict[str, Any]:
     """``best/<row>``: the W&B run of the row's best search trial, its value and params (search sweeps)."""
     out: dict[str, Any] = {}
     for row in table.rows:
@@ -147,7 +147,7 @@ def _trial_setting(sweep: Any, key: str) -> Any:
 SUMMARY_RECORD = "summary.json"  # under <runs>/<sweep>/wandb/: {"hash": ..., "where": ...} of the last run
 
 
-def table_hash(table: Table3) -> str:
+def table_hash(table: AblationTable) -> str:
     """sha256 of what the summary run would hold (the table's data and its fidelity numbers)."""
     blob = json.dumps([table_rows(table), fidelity(table).as_dict()], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
@@ -158,7 +158,7 @@ def _where(mode: str, run: Any) -> str:
 
 
 def log_summary(
-    sweep: Any, table: Table3, png_path: str | Path | None, history_png: str | Path | None = None
+    sweep: Any, table: AblationTable, png_path: str | Path | None, history_png: str | Path | None = None
 ) -> str | None:
     """Log ``table`` (and the PNGs, if any) as a summary run in the sweep's group, when its data changed.
 
@@ -189,7 +189,7 @@ def log_summary(
 
 
 def _log_run(
-    sweep: Any, table: Table3, pngs: tuple[str | Path | None, str | Path | None], mode: str, out_dir: Path
+    sweep: Any, table: AblationTable, pngs: tuple[str | Path | None, str | Path | None], mode: str, out_dir: Path
 ) -> str:
     import wandb
 

@@ -25,7 +25,8 @@ from ablate.sweep.file.spec import Sweep
 from ablate.sweep.launch import LAUNCHERS
 from ablate.sweep.launch.progress import render_table, title, trial_lines
 from ablate.sweep.loader import MAX_TRIALS, OpenSweep, check_this_machine, name_clash, open_sweep
-from ablate.sweep.plan.plans import plan_of, trial_states
+from ablate.sweep.plan.base import Plan
+from ablate.sweep.plan.plans import trial_states
 from ablate.sweep.store.reuse import check_reuse
 from ablate.sweep.store.state import STATES, TrialView
 from ablate.sweep.store.store import SweepStore
@@ -37,11 +38,6 @@ def _note(opened: OpenSweep) -> None:
         print(f"note: {line}", file=sys.stderr)
 
 
-def launch_problem(spec: Sweep) -> str | None:
-    """What keeps this machine from launching the sweep (checked before anything is stored), or None."""
-    return LAUNCHERS.get(spec.launcher["name"]).launch_problem(spec)
-
-
 @dataclass(frozen=True)
 class SweepRun:
     """What `ablate sweep` did: the exit code and the sweep it ran (with the overrides it used)."""
@@ -50,6 +46,7 @@ class SweepRun:
     sweep: Sweep
     finished: bool  # the controller ran to the end (not a dry run, not detached): a summary makes sense
     store: SweepStore | None = None  # the store it ran on, open (the summary reads it without reopening)
+    plan: Plan | None = None  # the plan it ran (the summary's table notes and trial view ask it, not a new one)
 
 
 def sweep(
@@ -82,32 +79,32 @@ def sweep(
     )
     spec = opened.sweep
     _note(opened)
-    for line in plan_of(spec).notes():
+    for line in opened.plan.notes():
         print(f"note: {line}", file=sys.stderr)
     check_this_machine(spec, dry_run)
-    LAUNCHERS.get(spec.launcher["name"]).check_trials(spec)
+    opened.launcher.check_trials(spec)
     if why := name_clash(spec, opened.store):
         raise SweepError(why)
     if reuse_from is not None:
         check_reuse(spec, opened.store, reuse_from)
-    problem = launch_problem(spec)
+    problem = opened.launcher.launch_problem(spec)  # what keeps this machine from launching it, or None
     if dry_run:  # a plan is what a dry run is for, also on a laptop without the cluster's tools
-        code = print_dry_run(spec, as_json)
+        code = print_dry_run(opened, as_json)
         if problem:
             print(f"note: {problem} (the dry run needs none of it)", file=sys.stderr)
         return SweepRun(code, spec, finished=False)
     if problem:
         raise SweepError(problem)
-    if detach and not LAUNCHERS.get(spec.launcher["name"]).can_detach:
+    if detach and not opened.launcher.can_detach:
         raise SweepError(
             f"{spec.path}: --detach needs launcher slurm or ray (trials of a local sweep live in this process)"
         )
-    if detach and (why := plan_of(spec).detach_problem()):
+    if detach and (why := opened.plan.detach_problem()):
         raise SweepError(why)
     modes = [t.config.get("logging", {}).get("wandb") for t in spec.shapes] + [spec.wandb.get("mode")]
     resolve_modes(modes, str(spec.path), f"ablate sync {spec.path}")
     _reuse_or_hint(spec, opened.store, reuse_from)
-    return _launch(spec, opened, launcher_options, detach)
+    return _launch(opened, launcher_options, detach)
 
 
 def _reuse_or_hint(spec: Sweep, store: SweepStore, name: str | None) -> None:
@@ -121,11 +118,11 @@ def _reuse_or_hint(spec: Sweep, store: SweepStore, name: str | None) -> None:
         print(f"note: {line}", file=sys.stderr)
 
 
-def _prepare_once(spec: Sweep, views: Sequence[TrialView]) -> None:
+def _prepare_once(plan: Plan, views: Sequence[TrialView]) -> None:
     """Prepare each distinct corpus of the trials still to run, once, before any trial starts (the
     trials then open it from the cache instead of waiting on the first one's BPE)."""
     todo = {v.trial_id for v in views if v.state not in ("done", "pruned")}
-    configs = [t.config for t in plan_of(spec).to_prepare(todo)]
+    configs = [t.config for t in plan.to_prepare(todo)]
     distinct = {json.dumps(c.get("data", {}), sort_keys=True, default=str): c["data"] for c in configs if c.get("data")}
     if not distinct:
         return
@@ -139,13 +136,14 @@ def _prepare_once(spec: Sweep, views: Sequence[TrialView]) -> None:
     print(f"data: {len(distinct)} prepared corpus(es) ready in {time.time() - t0:.1f} s (cached for every trial)")
 
 
-def _launch(spec: Sweep, opened: OpenSweep, launcher_options: Mapping[str, Any] | None, detach: bool) -> SweepRun:
-    launcher = LAUNCHERS.get(spec.launcher["name"])(spec, opened.store, **dict(launcher_options or {}))
+def _launch(opened: OpenSweep, launcher_options: Mapping[str, Any] | None, detach: bool) -> SweepRun:
+    spec = opened.sweep
+    launcher = opened.launcher(spec, opened.store, plan=opened.plan, **dict(launcher_options or {}))
     opened.store.open_to_write()  # a store that cannot be written fails here, before the data is prepared
-    before = trial_states(opened.store, spec)
+    before = trial_states(opened.store, spec, opened.plan)
     local = spec.launcher["name"] == "local"
     if local:  # a SLURM controller may sit on a login node: there the first job prepares the data
-        _prepare_once(spec, before)
+        _prepare_once(opened.plan, before)
     t0 = time.time()
     counts = launcher.run(detach=detach)
     if detach:
@@ -171,9 +169,9 @@ def _ended(
     and each failure; code 0 when every trial finished. The efficiency counts the trials this controller
     started: one it adopted (a killed controller's live worker) trained partly before it, and counting
     its time against this run's slots gave "292% of slot time"."""
-    tally = ", ".join(f"{counts.get(s, 0)} {s}" for s in plan_of(spec).tally())
+    tally = ", ".join(f"{counts.get(s, 0)} {s}" for s in opened.plan.tally())
     print(f"sweep {spec.name}: {tally} in {seconds:.0f} s")
-    views = trial_states(opened.store, spec)
+    views = trial_states(opened.store, spec, opened.plan)
     if slots:
         from ablate.sweep.efficiency import efficiency_lines
 
@@ -184,7 +182,7 @@ def _ended(
         if v.state == "failed":
             print(f"  failed: {v.row} seed {v.seed}: {v.failure}")
     finished = counts.get("done", 0) + counts.get("pruned", 0) == len(spec.trials)
-    return SweepRun(0 if finished else 1, spec, finished=True, store=opened.store)
+    return SweepRun(0 if finished else 1, spec, finished=True, store=opened.store, plan=opened.plan)
 
 
 def _print_status_lines(spec: Sweep, trials: Sequence[TrialView]) -> None:
@@ -227,7 +225,7 @@ def status(path: str | Path) -> int:
         return 0
     jobs = reap_ended_jobs(spec, store)
     by_trial = store.by_trial()
-    trials = trial_states(store, spec)
+    trials = trial_states(store, spec, opened.plan)
     stray = set(by_trial) - {v.trial_id for v in trials}
     if stray:  # rows removed or configs changed since they ran; kept in the store, not shown
         print(
@@ -247,7 +245,7 @@ def status(path: str | Path) -> int:
         Console().print(render_table(trial_lines(trials), title(spec.name, trials)))
     else:
         _print_status_lines(spec, trials)
-    for line in plan_of(spec).status_lines(trials):
+    for line in opened.plan.status_lines(trials):
         print(line)
     for line in jobs:
         print(f"job: {line}")

@@ -1,7 +1,8 @@
 """`ablate sweep --dry-run`: every trial with its parameters, FLOPs, tokens and predicted cost; nothing runs.
 
 The cost model is :func:`ablate.sweep.plan.cost.estimate`; a plan may print its own (a search: rows x
-n_trials bounds) or add lines (adaptive seeds: their bound). Imports neither torch nor Lightning.
+n_trials bounds) or add lines (adaptive seeds: their bound). The plan, the launcher class and the store's
+location are the opened sweep's (:class:`ablate.sweep.loader.OpenSweep`). Imports neither torch nor Lightning.
 """
 
 from __future__ import annotations
@@ -10,17 +11,16 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ablate.sweep.file.spec import Sweep
-from ablate.sweep.launch.registry import LAUNCHERS
+from ablate.sweep.loader import OpenSweep
 from ablate.sweep.plan.cost import estimate
-from ablate.sweep.plan.plans import plan_of
 
 
-def print_dry_run(sweep: Sweep, as_json: bool) -> int:
-    own = plan_of(sweep).dry_run(as_json)  # a search prints its bounds, not a trial list
+def print_dry_run(opened: OpenSweep, as_json: bool) -> int:
+    sweep = opened.sweep
+    own = opened.plan.dry_run(as_json)  # a search prints its bounds, not a trial list
     if own is not None:
         if not as_json:
-            _print_needs(sweep)
+            _print_needs(opened)
         return own
     if not as_json:  # the count first, at once: estimating a large sweep takes a while
         print(
@@ -43,16 +43,17 @@ def print_dry_run(sweep: Sweep, as_json: bool) -> int:
         print(json.dumps(out, indent=2))
         return 0
     print("\n".join(dry_run_lines(rows, total)))
-    for line in plan_of(sweep).dry_run_notes(total["device_hours"]):
+    for line in opened.plan.dry_run_notes(total["device_hours"]):
         print(line)
-    _print_needs(sweep)
+    _print_needs(opened)
     return 0
 
 
-def _print_needs(sweep: Sweep) -> None:
+def _print_needs(opened: OpenSweep) -> None:
     """What the launcher needs of the machines the trials run on (a shared store and runs folder...)."""
-    for line in LAUNCHERS.get(sweep.launcher["name"]).needs(sweep):
-        print(f"launcher {sweep.launcher['name']} needs: {line}")
+    name = opened.sweep.launcher["name"]
+    for line in opened.launcher.needs(opened.sweep, opened.store.location):
+        print(f"launcher {name} needs: {line}")
 
 
 def dry_run_lines(rows: list[dict[str, Any]], total: Mapping[str, float | None]) -> list[str]:

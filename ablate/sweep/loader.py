@@ -5,9 +5,13 @@ opens it here, in one order, before anything is stored or launched:
 
 1. import the file's ``imports:`` (:mod:`ablate.sweep.file.plugins`: a plugin's variants and sweep-file
    blocks), then read and check the file's own keys and blocks (:func:`ablate.sweep.file.spec.read_sweep_file`);
-2. check the store URL and ``launcher:`` against the launcher registry;
+2. locate the store and check its URL; check ``launcher:`` against the launcher registry;
 3. pick the command-line overrides (see below) and expand the rows into trials (configs validated);
 4. check each row's ``resources:`` against the launcher.
+
+Each check runs once, and what it found stays on the :class:`OpenSweep`: the store (at the location
+found once), the launcher class, and the sweep's plan (built once, when first asked), so the commands,
+the dry run, the table and the launcher ask the opened sweep rather than the registries.
 
 Command-line overrides change the trials' configs and so their ids, so they are part of the sweep:
 `ablate sweep FILE a=1` records them in the store, and every later command on FILE that gives none
@@ -29,18 +33,23 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ablate.errors import SweepError
 from ablate.sweep.file.expand import count_trials
 from ablate.sweep.file.plugins import import_plugins
 from ablate.sweep.file.spec import Sweep, SweepFile, expand, read_sweep_file
 from ablate.sweep.file.spec import check_launcher as check_launcher_shape
-from ablate.sweep.plan import trial_states
+from ablate.sweep.plan import plan_of, trial_states
+from ablate.sweep.plan.base import Plan
 from ablate.sweep.store.location import StoreLocation, check_store_url, locate
 from ablate.sweep.store.state import TrialView
 from ablate.sweep.store.store import SweepStore
+
+if TYPE_CHECKING:
+    from ablate.sweep.launch.base import Launcher
 
 # `ablate sweep` refuses a sweep of more trials than this unless --max-trials says how many are meant.
 MAX_TRIALS = 500
@@ -48,11 +57,19 @@ MAX_TRIALS = 500
 
 @dataclass(frozen=True)
 class OpenSweep:
-    """A checked sweep, its store (not created by opening) and one-line notes for the user."""
+    """A checked sweep, its store (not created by opening), its launcher class and one-line notes for the
+    user; its plan is built once, when a command first asks for it."""
 
     sweep: Sweep
     store: SweepStore
+    launcher: type[Launcher]  # the class the file's launcher: (or --launcher) names, checked once at opening
     notes: tuple[str, ...] = ()
+
+    @cached_property
+    def plan(self) -> Plan:
+        """The sweep's plan: the one every part of a command asks (the dry run, ``status``, the table, the
+        launcher's passes). Built when first asked: `sync` needs none."""
+        return plan_of(self.sweep, self.store)
 
 
 def _choose_overrides(
@@ -78,13 +95,14 @@ def _import_plugins(modules: Sequence[str], file: Path) -> None:
     import_plugins(modules, file.parent, str(file))
 
 
-def check_sweep_file(sf: SweepFile) -> None:
+def check_sweep_file(sf: SweepFile) -> tuple[StoreLocation, type[Launcher], dict[str, Any]]:
     """What needs more than the file itself: the store's database, the launcher (its plugins are imported
-    as it is read)."""
+    as it is read). Returns the store's location, the launcher class and its checked settings."""
     from ablate.sweep.launch import check_launcher
 
-    check_store_url(locate(sf), f"{sf.path}: store")
-    check_launcher(sf)
+    location = locate(sf)
+    check_store_url(location, f"{sf.path}: store")
+    return (location, *check_launcher(sf))
 
 
 def check_store_writable(location: StoreLocation, where: str) -> None:
@@ -125,12 +143,13 @@ def check_size(sf: SweepFile, max_trials: int) -> int:
     return n
 
 
-def check_read_size(sf: SweepFile) -> None:
+def check_read_size(sf: SweepFile, store: SweepStore) -> None:
     """What `ablate sweep` refuses (over MAX_TRIALS without --max-trials) and never ran, status, table and
     the other reading commands refuse too, with one line, before building its trials (a 100,002-trial grid
-    kept them busy past a minute). A sweep that ran, confirmed by --max-trials, has its study: read it."""
+    kept them busy past a minute). A sweep that ran, confirmed by --max-trials, has its study in ``store``
+    (the sweep's): read it."""
     n, _ = count_trials(sf.rows, len(sf.seeds))
-    if n <= MAX_TRIALS or SweepStore.for_sweep(sf).exists():
+    if n <= MAX_TRIALS or store.exists():
         return
     raise SweepError(
         f"{sf.path}: the sweep expands to {n:,} trials, over the limit of {MAX_TRIALS:,}, and has not run; check "
@@ -155,7 +174,7 @@ def open_sweep(
     and the store stay the same (where a trial runs is no part of it).
     Read-only: nothing is created, not even the store (its recorded overrides are read if it exists).
     """
-    from ablate.sweep.launch import check_launcher
+    from ablate.sweep.launch import check_resources
 
     sf = read_sweep_file(path, imports=_import_plugins)  # a plugin's block is known when the blocks are read
     moved: tuple[str, ...] = ()
@@ -163,23 +182,23 @@ def open_sweep(
         sf, moved = other_launcher(sf, launcher_option(launcher))
     if max_trials is not None:
         check_size(sf, max_trials)
-    check_sweep_file(sf)
+    location, launcher_class, settings = check_sweep_file(sf)
+    store = SweepStore(location, sf.name)
     if max_trials is None:
-        check_read_size(sf)
-    store = SweepStore.for_sweep(sf)
+        check_read_size(sf, store)
     if writing:
-        check_store_writable(store.location, f"{sf.path}: store")
+        check_store_writable(location, f"{sf.path}: store")
     recorded = store.recorded_overrides()
     chosen, note = _choose_overrides(overrides, recorded, clear_overrides)
     sweep = expand(sf, chosen)
-    check_launcher(sf, sweep.trials)
-    return OpenSweep(sweep, store, (*moved, *((note,) if note else ())))
+    check_resources(sf, launcher_class, settings, sweep.trials)
+    return OpenSweep(sweep, store, launcher_class, (*moved, *((note,) if note else ())))
 
 
 def load_results(path: str | Path, overrides: Sequence[str] | None = None) -> list[TrialView]:
     """Every trial of a sweep file (file order, seeds inner) with its state, as the store sees it."""
     opened = open_sweep(path, overrides)
-    return trial_states(opened.store, opened.sweep)
+    return trial_states(opened.store, opened.sweep, opened.plan)
 
 
 def other_launcher(sf: SweepFile, chosen: dict[str, Any]) -> tuple[SweepFile, tuple[str, ...]]:

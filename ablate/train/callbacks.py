@@ -75,7 +75,7 @@ class ResumeConsistency(pl.Callback):
     different step (an interrupted run validates where it stops) would continue with other dropout
     masks. The RNG is snapshotted after every training batch and restored when validation ends (before
     ``last.ckpt`` is written: checkpoint callbacks run last). The logging step a resumed run needs is
-    logged by the LightningModule itself (see ``TranslationSystem.training_step``).
+    logged by the LightningModule itself (see ``TransformerSystem.training_step``).
     """
 
     def __init__(self) -> None:

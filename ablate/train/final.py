@@ -18,10 +18,10 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from ablate.eval.evaluate import evaluate_split, split_nll, write_outputs
-from ablate.eval.lm_eval import lm_nll, lm_scores
+from ablate.eval.evaluate import evaluate_split, write_outputs
 from ablate.eval.nll import SplitNLL
 from ablate.eval.settings import DecodeSettings
+from ablate.family import family_of
 from ablate.rundir import RunDir
 from ablate.tracking import wandb_mode
 from ablate.train.identity import config_hash
@@ -88,17 +88,7 @@ def final_metrics(
     step = int(trainer.global_step)
     if step == 0 and rd.last_ckpt.is_file():  # ddp_spawn: training ran in child processes, their state is in files
         step = checkpoint_step(rd.last_ckpt)
-    max_tokens, valid = int(cfg.data.max_tokens), str(cfg.data.valid_split)
-    if cfg.model.arch == "decoder":  # a language model: its dev blocks; no decoding, no BLEU
-        block = int(cfg.data.block_size)
-        measure = lambda model: lm_nll(model, prepared.split(valid), block, max_tokens, valid)  # noqa: E731
-        used, used_step, _ = choose_final_weights(system, rd, measure, step)
-        splits = [("val", valid)] + ([("test", str(cfg.data.test_split))] if cfg.eval.test else [])
-        metrics = lm_scores(system.model, prepared, splits, cfg, rd)
-    else:
-        measure = lambda model: split_nll(model, prepared.split(valid), max_tokens, system.device)  # noqa: E731
-        used, used_step, dev_nll = choose_final_weights(system, rd, measure, step)
-        metrics = _score_splits(cfg, system, prepared, rd, dev_nll)
+    metrics, used, used_step = family_of(cfg).final_scores(cfg, system, prepared, rd, step)
     tokens_per_sec = monitor.tokens_per_sec or float(rd.read_progress().get("tokens_per_sec") or 0.0)
     metrics.update(
         {
@@ -133,7 +123,7 @@ def passes_completed(trainer: Any) -> int:
     return int(consumed["epoch"]) + (1 if int(consumed["position"]) >= len(sampler) else 0)
 
 
-def _score_splits(cfg: DictConfig, system: Any, prepared: Any, rd: RunDir, dev_nll: Any) -> dict[str, Any]:
+def score_splits(cfg: DictConfig, system: Any, prepared: Any, rd: RunDir, dev_nll: Any) -> dict[str, Any]:
     """Dev (BLEU on the configured subset, the NLL already computed) and, when asked, test metrics;
     each split's hypotheses and per-sentence NLL written to ``outputs/``."""
     settings = DecodeSettings.from_config(cfg.eval)

@@ -31,13 +31,9 @@ def positions_for_split(cfg: DictConfig, prepared: Any, split: str) -> tuple[int
 def check_positions(cfg: DictConfig, prepared: Any, model: Any) -> None:
     """ConfigError if a dev/test sentence (or its translation's length limit) needs more positions than a
     positional encoding of ``model`` that cannot extrapolate has."""
-    from ablate.model.positional import PositionalEncoding
+    from ablate.model.positional import fixed_positions
 
-    if cfg.model.arch == "decoder":  # a language model: its training block is checked at load, longer
-        return  # evaluation lengths are reported as out of reach (ablate.eval.lm_eval), not refused
-    fixed = sorted(
-        {type(m).__name__ for m in model.modules() if isinstance(m, PositionalEncoding) and not m.extrapolates}
-    )
+    fixed = fixed_positions(model)
     if not fixed:
         return
     limit = int(cfg.model.max_positions)
@@ -51,17 +47,3 @@ def check_positions(cfg: DictConfig, prepared: Any, model: Any) -> None:
                 f"{limit} and {', '.join(fixed)} cannot go past it; set model.max_positions={need} "
                 "(or lower eval.max_len_a / eval.max_len_b)"
             )
-
-
-def check_blocks(cfg: Any) -> None:
-    """A language model's splits each hold one training block (a DataError, one line, otherwise; the data
-    is prepared, and cached, for it). Nothing to check for the translator."""
-    if cfg.model.arch != "decoder":
-        return
-    from ablate.data.lm_blocks import split_blocks
-    from ablate.data.prepare import prepare_data
-
-    prepared = prepare_data(cfg.data, progress=cfg.logging.progress_bar)
-    splits = ["train", str(cfg.data.valid_split)] + ([str(cfg.data.test_split)] if cfg.eval.test else [])
-    for split in splits:
-        split_blocks(prepared.split(split), int(cfg.data.block_size), split)

@@ -9,8 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ablate.eval.evaluate import evaluate_split
-from ablate.eval.settings import DecodeSettings
+from ablate.family import EvalOptions, family_of
 from ablate.rundir import RunDir, RunDirError, safe_name
 
 
@@ -50,31 +49,13 @@ def evaluate_run(
     device = "cuda" if device_kind(cfg.trainer.accelerator) == "gpu" else "cpu"
     model = load_system(path, map_location=device).model
     prefix = {cfg.data.valid_split: "val", cfg.data.test_split: "test"}.get(split, split)
-    if cfg.model.arch == "decoder":  # a language model: perplexity at each eval length, nothing to decode
-        from ablate.eval.lm_eval import lm_scores
-
-        scores = {**lm_scores(model, prepared, [(prefix, split)], cfg), "checkpoint": str(path), "split": split}
-        scores["checkpoint_step"] = checkpoint_step(path)
-        return _report(rd, eval_name(split, checkpoint, None), scores, [], print_results)
-    settings = DecodeSettings.from_config(cfg.eval, beam_size=beam_size)
-    result = evaluate_split(
-        model,
-        prepared,
-        split,
-        settings,
-        prefix=prefix,
-        max_tokens=int(cfg.data.max_tokens),
-        tokenized=bool(cfg.eval.tokenized_bleu),
-        device=device,
-    )
-    metrics = {
-        **result.metrics,
-        "checkpoint": str(path),
-        "checkpoint_step": checkpoint_step(path),
-        "split": split,
-        "beam_size": settings.beam_size,
-    }
-    return _report(rd, eval_name(split, checkpoint, beam_size), metrics, result.hypotheses, print_results)
+    options = EvalOptions(beam_size=beam_size, device=device)
+    scores, hypotheses = family_of(cfg).eval_scores(cfg, model, prepared, split, prefix, options)
+    beam = scores.pop("beam_size", None)  # a family that decodes says with which beam
+    metrics = {**scores, "checkpoint": str(path), "checkpoint_step": checkpoint_step(path), "split": split}
+    metrics.update({} if beam is None else {"beam_size": beam})
+    name = eval_name(split, checkpoint, None if beam is None else beam_size)
+    return _report(rd, name, metrics, hypotheses, print_results)
 
 
 def _report(rd: RunDir, name: str, metrics: dict[str, Any], hypotheses: list[str], show: bool) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """One trial, end to end: ``train(cfg)`` (the engine behind `ablate train` and the sweep worker).
 
-prepare_data -> TranslationDataModule -> TranslationSystem -> Trainer.fit -> the final model (best or
+prepare_data -> CorpusDataModule -> TransformerSystem -> Trainer.fit -> the final model (best or
 last, :mod:`ablate.train.final`) -> dev and test metrics -> ``metrics.json``. The run directory layout is
 :mod:`ablate.rundir`; an existing ``checkpoints/last.ckpt`` in it is resumed. Evaluation of a finished
 run (``ablate eval``) is :func:`ablate.train.rerun.evaluate_run`, re-exported here.
@@ -21,17 +21,20 @@ from omegaconf import DictConfig
 
 from ablate.config import save_config, to_dict
 from ablate.errors import Pruned
+from ablate.family import family_of
 from ablate.rundir import SPAWNED_AT_ENV, CheckpointUnreadable, RunDir, RunDirError
 from ablate.train.identity import check_resumable, make_run_dir, wandb_run_id
 from ablate.train.preempt import Preempted
 from ablate.train.rerun import evaluate_run
 
 
-def system_kwargs(cfg: DictConfig, vocab_size: int) -> dict[str, Any]:
-    """The TranslationSystem's primitive hyperparameters from a resolved config."""
+def system_kwargs(cfg: DictConfig, vocab_size: int, max_steps: int | None = None) -> dict[str, Any]:
+    """The TransformerSystem's primitive hyperparameters from a resolved config; ``max_steps``: the run's
+    steps where a budget set them (else train.max_steps), where a decaying schedule ends."""
     from ablate.data.special import BOS_ID, EOS_ID, PAD_ID
 
     t = cfg.train
+    plain = to_dict(cfg)["train"]
     return dict(
         model=to_dict(cfg)["model"],
         vocab_size=int(vocab_size),
@@ -47,6 +50,10 @@ def system_kwargs(cfg: DictConfig, vocab_size: int) -> dict[str, Any]:
         weight_decay=float(t.weight_decay),
         compile=bool(t.get("compile", False)),
         cuda_graphs=bool(t.get("cuda_graphs", False)),
+        optimizer=plain.get("optimizer", "adam"),
+        schedule=plain.get("schedule", "noam"),
+        lr=None if t.get("lr") is None else float(t.lr),
+        max_steps=int(max_steps if max_steps is not None else t.max_steps),
     )
 
 
@@ -145,23 +152,23 @@ def train(
     from ablate.train.fast import fast_path
     from ablate.train.final import final_metrics
     from ablate.train.host import keep_freed_memory
-    from ablate.train.lengths import check_blocks, check_positions
     from ablate.train.split import settle_split
-    from ablate.train.system import TranslationSystem
+    from ablate.train.system import TransformerSystem
     from ablate.train.trainer import build_trainer
 
     t0 = time.monotonic()
     timing: dict[str, float | None] = {"startup_s": _startup_seconds()}
     keep_freed_memory()
     settle_split(cfg, output_dir, resume, _say)  # train.global_tokens: this machine's batches, before the run dir
-    check_blocks(cfg)  # a language model: a split too short for one block is one line, before the run directory
+    family = family_of(cfg)
+    family.check_data(cfg)  # e.g. a language model's split too short for one block: one line, before the run dir
     rd, resume_step, resume_from = open_run_dir(cfg, output_dir, resume)
     prepared, budget = _prepare(cfg)
     timing["data_s"] = time.monotonic() - t0
-    dm = _datamodule(cfg, prepared)
+    dm = family.datamodule(cfg, prepared)
     pl.seed_everything(cfg.train.seed, workers=True, verbose=False)
-    system = TranslationSystem(**system_kwargs(cfg, prepared.vocab_size))
-    check_positions(cfg, prepared, system.model)  # before any step: a failure that would repeat
+    system = TransformerSystem(**system_kwargs(cfg, prepared.vocab_size, max_steps=budget.steps))
+    family.check_model(cfg, prepared, system.model)  # before any step: a failure that would repeat
     run_id = wandb_id or wandb_run_id(cfg, rd.path)
     quiet_lightning()
     overrides = {"max_steps": budget.steps, **(trainer_kwargs or {})}
@@ -219,39 +226,14 @@ def resolve_budget(cfg: DictConfig, prepared: Any) -> Any:
     from ablate.data.budget import resolve
     from ablate.devices import devices_of
 
-    if cfg.model.arch == "decoder":  # a language model's epoch is its training blocks
-        stats = prepared.epoch_stats(int(cfg.data.max_tokens), block=int(cfg.data.block_size))
-    else:
-        stats = prepared.epoch_stats(
-            int(cfg.data.max_tokens), float(cfg.data.bucket_ratio), int(cfg.data.batch_multiple)
-        )
+    family = family_of(cfg)
+    stats = family.epoch_stats(cfg.data, prepared)  # the dry run asks the same (ablate/sweep/plan/budgets.py)
     devices = devices_of(cfg.trainer, count_visible=True)
     budget = resolve(cfg.train, stats, devices, int(cfg.train.accumulate_grad_batches))
     if rank_zero_only.rank == 0 and (cfg.logging.progress_bar or budget.rule != "train.max_steps"):
-        unit = "blocks" if cfg.model.arch == "decoder" else "pairs"
+        unit = family.epoch_unit
         print(f"[train] {budget.line()} ({stats.pairs:,} {unit}, {devices} device(s))", file=sys.stderr, flush=True)
     return budget
-
-
-def _datamodule(cfg: DictConfig, prepared: Any) -> Any:
-    """The training and evaluation batches of the prepared data, shuffled by the trial's seed."""
-    from ablate.data.datamodule import TranslationDataModule
-
-    data = cfg.data
-    if cfg.model.arch == "decoder":  # the target side as fixed-length blocks (ablate/data/lm_blocks.py)
-        from ablate.data.lm_datamodule import LanguageModelDataModule
-
-        return LanguageModelDataModule.for_config(cfg, prepared)
-    return TranslationDataModule(
-        prepared.dir,
-        data.max_tokens,
-        cfg.train.seed,
-        data.valid_split,
-        data.test_split,
-        num_workers=data.num_workers,
-        bucket_ratio=data.bucket_ratio,
-        batch_multiple=data.batch_multiple,
-    )
 
 
 def _startup_seconds() -> float | None:

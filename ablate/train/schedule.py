@@ -12,12 +12,9 @@ from __future__ import annotations
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LambdaLR
 
+from ablate.recipe.schedules import noam_lr  # the formula's one home: the schedule registry
 
-def noam_lr(step: int, d_model: int, warmup_steps: int, factor: float = 1.0) -> float:
-    """The learning rate for optimizer step ``step`` (1-based)."""
-    if step < 1:
-        raise ValueError(f"the schedule counts steps from 1, got {step}")
-    return factor * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
+__all__ = ["noam_lr", "noam_scheduler"]
 
 
 def noam_scheduler(optimizer: Optimizer, d_model: int, warmup_steps: int, factor: float = 1.0) -> LambdaLR:

@@ -1,14 +1,17 @@
-"""TranslationSystem: the one LightningModule every trial trains (the paper's recipe, section 5).
+"""TransformerSystem: the one LightningModule every trial trains (the paper's recipe, section 5).
 
 Its hyperparameters are primitives (the model section as a plain dict, the vocabulary size, numbers):
 ``save_hyperparameters()`` stores them, so a checkpoint alone rebuilds the model with
-``TranslationSystem.load_from_checkpoint`` and unpickles no ablate class. The model section is turned
+``TransformerSystem.load_from_checkpoint`` and unpickles no ablate class. The model section is turned
 into its one shape (a frozen ``ModelConfig``) once, here, and built from that.
 
 - Loss: label-smoothed cross-entropy, padding ignored, averaged over the batch's target tokens (5.4);
   projected and softmaxed only at real target positions, a chunk of rows at a time (losses.py).
-- Optimizer: Adam(beta1 0.9, beta2 0.98, eps 1e-9) with the warm-up / inverse-sqrt schedule (5.3),
-  stepped per optimizer update.
+- Optimizer: the ``optimizer`` and ``schedule`` slots (ablate/recipe/); by
+  default the paper's Adam(beta1 0.9, beta2 0.98, eps 1e-9) with the warm-up / inverse-sqrt schedule
+  (5.3), stepped per optimizer update. An optimizer with ``train()`` / ``eval()`` (schedule-free ones)
+  is switched to its evaluation weights around validation and at the end of training; checkpoints
+  hold its mode, so a resume retraces the uninterrupted run.
 - Validation: ``val/nll`` (unsmoothed, the token-weighted mean over the whole dev set: torchmetrics'
   ``MeanMetric`` in float64, which sums over every rank) and ``val/ppl = exp(val/nll)`` every
   validation. Dev BLEU during training is a callback (:class:`ablate.eval.callback.DevBleu`); how to
@@ -33,15 +36,14 @@ from torchmetrics import MeanMetric
 from ablate.config import ModelConfig, model_section
 from ablate.errors import TrainingDiverged
 from ablate.model.build import build_model
+from ablate.recipe import Horizon, Shared, optimizer_of, schedule_of, scheduler
 from ablate.rundir import CheckpointUnreadable
-from ablate.train.fast import adam_options
 from ablate.train.graphs import step_features
 from ablate.train.losses import linear_label_smoothed_loss
 from ablate.train.rng import rng_state, set_rng_state
-from ablate.train.schedule import noam_scheduler
 
 
-class TranslationSystem(pl.LightningModule):
+class TransformerSystem(pl.LightningModule):
     def __init__(
         self,
         model: dict[str, Any] | ModelConfig,
@@ -58,9 +60,13 @@ class TranslationSystem(pl.LightningModule):
         weight_decay: float = 0.0,
         compile: bool = False,
         cuda_graphs: bool = False,
+        optimizer: Any = "adam",
+        schedule: Any = "noam",
+        lr: float | None = None,
+        max_steps: int = 0,
     ) -> None:
         super().__init__()
-        section = model_section(model, "TranslationSystem(model=...)")
+        section = model_section(model, "TransformerSystem(model=...)")
         model = dataclasses.asdict(section)  # the hyperparameter stays a plain dict (see the module docstring)
         self.save_hyperparameters()
         self.model = build_model(section, vocab_size, pad_id)
@@ -82,9 +88,7 @@ class TranslationSystem(pl.LightningModule):
         positions never pay the V-way projection and softmax."""
         target = batch["tgt_out"]
         real = target != self.model.pad_id
-        # a language model's batches have no source
-        inputs = (batch["src"], batch["tgt_in"]) if "src" in batch else (batch["tgt_in"],)
-        hidden = self._features_for(training)(*inputs)
+        hidden = self._features_for(training)(*self.model.batch_inputs(batch))
         return hidden[real], target[real]
 
     def _features_for(self, training: bool) -> Any:
@@ -149,15 +153,33 @@ class TranslationSystem(pl.LightningModule):
 
     def on_train_end(self) -> None:
         self.check_finite()  # also when training stopped between looks (max_epochs, max_time, a signal)
+        self._optimizer_mode("eval")  # the final scores are of the evaluation weights
 
     def configure_optimizers(self) -> Any:
         hp = self.hparams
-        cls = torch.optim.AdamW if hp.weight_decay > 0 else torch.optim.Adam  # decoupled decay only if asked
-        kw = {"weight_decay": hp.weight_decay} if hp.weight_decay > 0 else {}
-        kw.update(adam_options(list(self.parameters())))  # fused Adam on CUDA
-        opt = cls(self.parameters(), lr=1.0, betas=(hp.adam_beta1, hp.adam_beta2), eps=hp.adam_eps, **kw)
-        sched = noam_scheduler(opt, self.d_model, hp.warmup_steps, hp.lr_factor)
+        shared = Shared(betas=(hp.adam_beta1, hp.adam_beta2), eps=hp.adam_eps, weight_decay=hp.weight_decay)
+        opt = optimizer_of(hp.get("optimizer", "adam")).build(self.model, shared)
+        horizon = Horizon(hp.get("lr"), hp.warmup_steps, int(hp.get("max_steps") or 0), self.d_model, hp.lr_factor)
+        sched = scheduler(opt, schedule_of(hp.get("schedule", "noam")), horizon)
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step", "frequency": 1}}
+
+    def _optimizer_mode(self, mode: str) -> None:
+        """``optimizer.train()`` / ``.eval()`` where the optimizer has them (schedule-free: the averaged
+        weights are the ones to evaluate and to keep at the end)."""
+        for opt in self.trainer.optimizers:
+            switch = getattr(opt, mode, None)
+            if callable(switch):
+                switch()
+
+    def on_train_start(self) -> None:
+        self._optimizer_mode("train")
+
+    def on_validation_start(self) -> None:
+        self._optimizer_mode("eval")
+
+    def on_validation_end(self) -> None:
+        # after the callbacks' on_validation_end: last.ckpt and best.ckpt hold the evaluated weights
+        self._optimizer_mode("train")
 
     def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
         if self._pending_rng is not None:  # restore after Lightning has finished its own set-up draws
@@ -218,14 +240,14 @@ def read_checkpoint(path: str | Path, **kwargs: Any) -> dict[str, Any]:
     return ckpt
 
 
-def load_system(path: str | Path, map_location: Any = "cpu") -> TranslationSystem:
-    """A TranslationSystem from a checkpoint. Checkpoints of older ablate versions also hold the decoding
+def load_system(path: str | Path, map_location: Any = "cpu") -> TransformerSystem:
+    """A TransformerSystem from a checkpoint. Checkpoints of older ablate versions also hold the decoding
     settings as hyperparameters (beam_size, length_penalty, ...): they now come from the run's
     ``eval`` config, so hyperparameters the constructor no longer takes are dropped."""
     ckpt = read_checkpoint(path, map_location=map_location)
-    known = set(inspect.signature(TranslationSystem.__init__).parameters) - {"self"}
+    known = set(inspect.signature(TransformerSystem.__init__).parameters) - {"self"}
     hparams = {k: v for k, v in ckpt.get("hyper_parameters", {}).items() if k in known}
-    system = TranslationSystem(**hparams)
+    system = TransformerSystem(**hparams)
     system.load_state_dict(ckpt["state_dict"])
     return system.to(map_location)
 

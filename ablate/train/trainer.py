@@ -17,6 +17,7 @@ from ablate.devices import device_kind
 from ablate.eval.callback import DevBleu
 from ablate.eval.corpus import bleu_set
 from ablate.eval.settings import DecodeSettings
+from ablate.family import family_of
 from ablate.rundir import RunDir
 from ablate.train.callbacks import AtomicCheckpointIO, FinishWithValidation, LastCheckpoint, ResumeConsistency
 from ablate.train.loggers import DefineMetrics, build_loggers
@@ -37,12 +38,12 @@ def build_callbacks(cfg: DictConfig, rd: RunDir, prepared: Any) -> tuple[list[pl
     """Resume consistency, progress, the final validation, dev BLEU, best.ckpt, last.ckpt (in this order)."""
     t, e = cfg.train, cfg.eval
     monitor = RunMonitor(rd.path, t.log_every_steps, show=cfg.logging.progress_bar)
-    dev_bleu = DevBleu(
-        bleu_set(prepared, cfg.data.valid_split, e.bleu_max_sentences),
-        DecodeSettings.from_config(e),
-        every=e.bleu_every,
-        tokenized=bool(e.tokenized_bleu),
-    )
+    dev_bleu = []
+    if family_of(cfg).has_bleu:  # dev BLEU during training: a family that decodes (a language model does not)
+        dev_set = bleu_set(prepared, cfg.data.valid_split, e.bleu_max_sentences)
+        dev_bleu.append(
+            DevBleu(dev_set, DecodeSettings.from_config(e), every=e.bleu_every, tokenized=bool(e.tokenized_bleu))
+        )
     best = ModelCheckpoint(
         dirpath=rd.checkpoints,
         filename="best",
@@ -54,7 +55,7 @@ def build_callbacks(cfg: DictConfig, rd: RunDir, prepared: Any) -> tuple[list[pl
         save_last=False,
     )
     last = LastCheckpoint(rd.checkpoints, t.checkpoint_every_steps)
-    callbacks = [ResumeConsistency(), DefineMetrics(), monitor, FinishWithValidation(), dev_bleu, best, last]
+    callbacks = [ResumeConsistency(), DefineMetrics(), monitor, FinishWithValidation(), *dev_bleu, best, last]
     return [*callbacks, StopOnPreempt(last)], monitor
 
 

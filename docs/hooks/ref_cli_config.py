@@ -134,15 +134,27 @@ def undocumented_keys() -> list[str]:
 
 
 def config_page() -> str:
+    from ablate.config.load import PATH_FIELDS
     from ablate.config.schema import SLOT_FIELDS
 
+    paths = ", ".join(code(f"{section}.{key}") for section, key in PATH_FIELDS)
     blocks = [
         "The keys of an experiment file (`experiments/*.yaml`), of a sweep's `overrides:` and of the command "
         "line's dotlist (`ablate train experiments/mini.yaml model.n_heads=4`). The defaults are the paper's "
         "base model and recipe. Layers are merged in the order defaults, experiment file, sweep row, "
         "command line, and checked once: an unknown key names the nearest valid one. A section in YAML:",
         "```yaml\nmodel:\n  n_heads: 4\ntrain:\n  max_steps: 600\n```",
-        "Sections: " + ", ".join(f"[{code(s)}](#{s})" for s, _, _ in config_sections()) + ".",
+        "Sections: " + ", ".join(f"[{code(s)}](#{s})" for s, _, _ in config_sections()) + "; how a file "
+        "[extends](#extends) another.",
+        "## extends\n\nAn experiment file may start from another: `extends: FILE` (a path from this file's "
+        "folder) merges FILE first, and this file's keys over it, key by key (`experiments/mini.yaml` extends "
+        "`base.yaml`, `lm-mini.yaml` extends `mini.yaml`; a chain may be as long as it needs, not a cycle). "
+        "Two rules make a file mean the same wherever it is used from:",
+        "- a layer that names another `data.corpus` (a file, a sweep row, the command line) starts "
+        "`data.args` afresh: the earlier layers' options were the other corpus's;\n"
+        f"- a path a file names ({paths}) is read from that file's "
+        "folder, as a sweep file's `experiment:` and `runs:` are; on the command line it is read from the "
+        "current directory.",
     ]
     for section, cls, keys in config_sections():
         rows = []

@@ -28,6 +28,24 @@ def _example(doc: str) -> tuple[str, dict[str, tuple[str, str]]]:
     return example, keys
 
 
+# What each key of a row means (the keys are ablate.sweep.file.expand.ROW_KEYS; a test keeps the two alike).
+ROW_MEANINGS = {
+    "name": "the row's label in the table, the store and W&B; with `grid:` / `zip:` a template "
+    '(`name: "h={n_heads}"`, each key by its last part) or a prefix the values follow',
+    "group": "the table's group (Table 3's `A` to `E`, `base`, `big`); every row is compared with the base "
+    "row: the one with `paper: base`, else the first in group `base`, else the first row",
+    "paper": "the key of Table 3's row this row reproduces (`A1`, `C4` ...): the paper's figures go beside it; a "
+    "list pairs one key with each row a `grid:` / `zip:` expands to",
+    "overrides": "what the row changes: a dotlist (`[model.n_heads=1, model.d_k=512]`) or a mapping of config keys",
+    "grid": "`{key: [values], ...}`: one row for each combination of the lists (their product)",
+    "zip": "`{key: [values], ...}`: one row for each position of the lists, taken together (Table 3's row A "
+    "pairs h with d_k); the lists have one length",
+    "resources": "this row's launcher settings (a SLURM job's `timeout_min`, `gpus_per_node` ...), checked "
+    "against the launcher's keys below",
+    "note": "a remark for the file's readers (why the row is there); one value, checked, not stored",
+}
+
+
 def search_keys() -> dict[str, tuple[str, str]]:
     """{key of ``search:``: (example value, what it holds)}, from the example in the docstring of
     ablate/sweep/file/search_spec.py; a key the example leaves out or does not comment has an empty doc."""
@@ -107,7 +125,8 @@ def sweep_file_page() -> str:
         "every row at every seed, each trial once. An unknown key is refused with the nearest valid one.",
         "## Top-level keys",
         table(["key", "holds"], top),
-        "## Rows\n\nEach entry of `rows:` takes the keys " + ", ".join(code(k) for k in ROW_KEYS) + ".",
+        "## Rows\n\nEach entry of `rows:` is a mapping with these keys (`name` is required):",
+        table(["key", "meaning"], [(code(k), md(ROW_MEANINGS.get(k, ""))) for k in ROW_KEYS]),
         "## Blocks\n\nA *block* is a top-level key that a policy of the plan room owns (a plugin can register "
         "one: `ablate.sweep.file.blocks.BLOCKS`).",
         table(["block", "holds", "rows: optional"], block_rows),

@@ -20,11 +20,17 @@ on ``sys.path`` to import those siblings (the folder is left out of the site by 
 
 A config key without a comment, a search key the search block's example leaves out, or a page that
 cannot be made is a warning: ``mkdocs build --strict`` fails on it.
+
+Without MkDocs (a fresh clone with the README's set-up), the same pages are read in a terminal::
+
+    python docs/hooks/reference.py config            # reference/config.md, printed (cli, sweep-file, ...)
+    python docs/hooks/reference.py --out ref/        # every page, written as Markdown files under ref/
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -119,3 +125,37 @@ def on_files(files: Any, config: Any) -> Any:
     for problem in problems():
         log.warning("reference: %s", problem)
     return files
+
+
+def main(argv: list[str]) -> int:
+    """Print the named pages (``config``, ``cli``, ``sweep-file``, ``registries``, ``api``, ``index``; all
+    when none is named), or with ``--out DIR`` write every page there; an unknown name is one line, exit 2."""
+    import argparse
+
+    names = {Path(path).stem: path for path in PAGES}
+    parser = argparse.ArgumentParser(prog="python docs/hooks/reference.py", description=main.__doc__)
+    parser.add_argument("pages", nargs="*", metavar="PAGE", help=f"one of {', '.join(names)}")
+    parser.add_argument("--out", metavar="DIR", help="write every page as DIR/<page>.md instead")
+    args = parser.parse_args(argv)
+    unknown = [p for p in args.pages if p not in names]
+    if unknown:
+        print(f"error: no reference page {unknown[0]!r} (pages: {', '.join(names)})", file=sys.stderr)
+        return 2
+    root = str(Path(__file__).resolve().parents[2])
+    if root not in sys.path:
+        sys.path.insert(0, root)  # the ablate of this checkout, installed or not
+    if args.out:
+        for path, make in PAGES.items():
+            target = Path(args.out) / Path(path).name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(make(), encoding="utf-8")
+        return 0
+    try:
+        print("\n".join(PAGES[names[p]]() for p in args.pages or names), flush=True)
+    except BrokenPipeError:  # the reader stopped reading (`| head`, `less` quit): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

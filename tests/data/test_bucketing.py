@@ -14,7 +14,7 @@ from ablate.config.schema import hash_view
 from ablate.data.batching import TokenBucketBatchSampler, batch_shapes, bucket, collate, ladder, padding_stats
 from ablate.train.losses import linear_label_smoothed_loss
 from ablate.train.run import system_kwargs
-from ablate.train.system import TranslationSystem
+from ablate.train.system import TransformerSystem
 
 MAX_LEN = 80
 
@@ -71,7 +71,7 @@ def test_bucketing_costs_little_padding(lengths):
 def test_a_padded_batch_gives_the_unpadded_loss():
     cfg = load_config(overrides=["model.d_model=16", "model.n_heads=2", "model.d_ff=32", "model.n_layers=1"])
     torch.manual_seed(0)
-    system = TranslationSystem(**system_kwargs(cfg, 40)).eval()
+    system = TransformerSystem(**system_kwargs(cfg, 40)).eval()
     rng = np.random.default_rng(3)
     rows = [(rng.integers(4, 40, int(a)), rng.integers(4, 40, int(b))) for a, b in ((5, 7), (9, 4), (12, 11))]
     shard = SimpleNamespace(
@@ -114,13 +114,13 @@ def test_a_bad_bucketing_is_one_line(override, said):
 
 
 def test_the_data_module_buckets_training_batches_only(tmp_path, monkeypatch):
-    from ablate.data.datamodule import TranslationDataModule
+    from ablate.data.datamodule import CorpusDataModule
     from ablate.data.prepare import prepare_data
 
     monkeypatch.setenv("ABLATE_CACHE", str(tmp_path))
     cfg = load_config(overrides=["data.corpus=builtin", "data.args.n_train=600", "data.vocab_size=200"]).data
     prepared = prepare_data(cfg, progress=False)
-    dm = TranslationDataModule(prepared.dir, 512, seed=1, bucket_ratio=1.1, batch_multiple=8)
+    dm = CorpusDataModule(prepared.dir, 512, seed=1, bucket_ratio=1.1, batch_multiple=8)
     dm.setup("fit")
     rungs = set(ladder(1.1, int(prepared.meta["max_len"]) + 1).tolist())
     widths = [(b["src"].shape[1], b["tgt_in"].shape[1]) for b in dm.train_dataloader()]

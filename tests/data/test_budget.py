@@ -62,6 +62,8 @@ def test_a_language_models_epoch_is_its_whole_batches_of_blocks():
     from ablate.data.budget import lm_epoch_stats
 
     # 10 sentences of 9 tokens + EOS: a stream of 100, 99 predicted tokens, 6 blocks of 16; 2 a batch
-    assert lm_epoch_stats([9] * 10, 16, 32) == EpochStats(pairs=6, target_tokens=6 * 16, batches=3)
-    assert lm_epoch_stats([9] * 10, 16, 80) == EpochStats(pairs=6, target_tokens=5 * 16, batches=1)  # 1 left out
-    assert lm_epoch_stats([9] * 10, 16, 160) == EpochStats(pairs=6, target_tokens=6 * 16, batches=1)  # one short
+    assert lm_epoch_stats([100], 16, 32) == EpochStats(pairs=6, target_tokens=6 * 16, batches=3)
+    assert lm_epoch_stats([100], 16, 80) == EpochStats(pairs=6, target_tokens=5 * 16, batches=1)  # 1 left out
+    assert lm_epoch_stats([100], 16, 160) == EpochStats(pairs=6, target_tokens=6 * 16, batches=1)  # one short
+    # token shards: each file its own stream, no block across two (6 + 3 blocks)
+    assert lm_epoch_stats([100, 50], 16, 32) == EpochStats(pairs=9, target_tokens=8 * 16, batches=4)

@@ -1,4 +1,4 @@
-"""TranslationDataModule: batch layout, loaders, and mid-epoch resume through a real Lightning Trainer."""
+"""CorpusDataModule: batch layout, loaders, and mid-epoch resume through a real Lightning Trainer."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ablate.data.datamodule import TranslationDataModule
+from ablate.data.datamodule import CorpusDataModule
 from ablate.data.errors import DataError
 from ablate.data.prepare import prepare_data
 from ablate.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
@@ -19,7 +19,7 @@ def prepared(data_cfg):
 
 
 def test_batches_follow_the_contract(prepared) -> None:
-    dm = TranslationDataModule(prepared.dir, max_tokens=1500, seed=1)
+    dm = CorpusDataModule(prepared.dir, max_tokens=1500, seed=1)
     dm.setup("fit")
     shard = prepared.split("train")
     seen = []
@@ -49,18 +49,18 @@ def test_batches_follow_the_contract(prepared) -> None:
 
 def test_unknown_split_fails_at_construction(prepared) -> None:
     with pytest.raises(DataError, match=r"split 'dev' is not in .* \(has: train, valid, test\)"):
-        TranslationDataModule(prepared.dir, max_tokens=1500, seed=1, valid_split="dev")
+        CorpusDataModule(prepared.dir, max_tokens=1500, seed=1, valid_split="dev")
 
 
 def test_state_dict_round_trip_without_trainer(prepared) -> None:
-    dm = TranslationDataModule(prepared.dir, max_tokens=1500, seed=4)
+    dm = CorpusDataModule(prepared.dir, max_tokens=1500, seed=4)
     dm.setup("fit")
-    reference = [b["index"].tolist() for b in TranslationDataModule(prepared.dir, 1500, 4).train_dataloader()]
+    reference = [b["index"].tolist() for b in CorpusDataModule(prepared.dir, 1500, 4).train_dataloader()]
     it = iter(dm.train_dataloader())
     head = [next(it)["index"].tolist() for _ in range(3)]
     state = dm.state_dict()
     assert state == {"epoch": 0, "position": 3}
-    fresh = TranslationDataModule(prepared.dir, max_tokens=1500, seed=4)
+    fresh = CorpusDataModule(prepared.dir, max_tokens=1500, seed=4)
     fresh.load_state_dict(state)  # before setup, as Lightning does on restore
     tail = [b["index"].tolist() for b in fresh.train_dataloader()]
     assert head + tail == reference
@@ -71,7 +71,7 @@ def test_ddp_rank_and_world_size_come_from_the_trainer(prepared) -> None:
 
     per_rank = []
     for rank in range(2):
-        dm = TranslationDataModule(prepared.dir, max_tokens=1500, seed=1)
+        dm = CorpusDataModule(prepared.dir, max_tokens=1500, seed=1)
         dm.trainer = SimpleNamespace(global_rank=rank, world_size=2, training=True)
         dm.setup("fit")
         per_rank.append([i for b in dm.train_dataloader() for i in b["index"].tolist()])
@@ -116,14 +116,14 @@ def test_lightning_resume_mid_epoch_skips_consumed_batches(
             default_root_dir=tmp_path,
         )
 
-    reference = [b["index"].tolist() for b in TranslationDataModule(prepared.dir, 1500, 9).train_dataloader()]
+    reference = [b["index"].tolist() for b in CorpusDataModule(prepared.dir, 1500, 9).train_dataloader()]
     first: list[list[int]] = []
     t1 = trainer(4)
-    t1.fit(_Recorder.make(first), datamodule=TranslationDataModule(prepared.dir, 1500, 9, num_workers=workers))
+    t1.fit(_Recorder.make(first), datamodule=CorpusDataModule(prepared.dir, 1500, 9, num_workers=workers))
     t1.save_checkpoint(tmp_path / "mid.ckpt")
     second: list[list[int]] = []
     t2 = trainer(9)
-    dm2 = TranslationDataModule(prepared.dir, 1500, 9, num_workers=workers)
+    dm2 = CorpusDataModule(prepared.dir, 1500, 9, num_workers=workers)
     t2.fit(_Recorder.make(second), datamodule=dm2, ckpt_path=tmp_path / "mid.ckpt")
     assert first == reference[:4]
     assert second == reference[4:9]  # continued, no batch repeated or skipped

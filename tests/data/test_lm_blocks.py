@@ -30,8 +30,9 @@ def test_no_token_is_lost_or_repeated(length: int) -> None:
     rng = np.random.default_rng(length)
     stream = rng.integers(4, 50, size=37).astype(np.int64)
     b = blocks(stream, length)
-    inputs, targets = b.rows[:, :-1], b.rows[:, 1:]
-    assert b.rows.shape == (len(b), length + 1)
+    rows = b.take(range(len(b)))
+    inputs, targets = rows[:, :-1], rows[:, 1:]
+    assert rows.shape == (len(b), length + 1)
     assert np.array_equal(targets.reshape(-1), stream[1 : 1 + b.targets])
     assert np.array_equal(inputs.reshape(-1), stream[: b.targets])
     assert b.targets + b.left_out == len(stream) - 1 and b.left_out < length
@@ -58,3 +59,36 @@ def test_the_data_module_gives_fixed_shape_batches_of_the_stream(data_cfg, tmp_p
     assert len(set(seen)) == len(seen) > len(dm.blocks("train")) - 4  # one epoch: each block once, less a short batch
     stream = token_stream(prepared.split("train"))
     assert int((stream == EOS_ID).sum()) == len(prepared.split("train"))  # one EOS per document
+
+
+def test_a_language_model_keeps_every_document_longer_than_max_len(cache, tmp_path) -> None:
+    """A translator's pair filter (data.max_len) drops long train pairs when the corpus is prepared; a
+    language model reads the same folder and must cut a long document across blocks, never drop it."""
+    from ablate.config import load_config
+    from ablate.data.prepare import prepare_data
+
+    words = "the cat sat on a mat and a dog ran to the red house".split()
+    docs = [" ".join(words[(i + k) % len(words)] for k in range(6 + (i % 5) * 12)) for i in range(300)]
+    for split in ("train", "valid", "test"):
+        (tmp_path / f"{split}.txt").write_text("".join(f"{d}\n" for d in docs), encoding="utf-8")
+    args = "{train: {text: train.txt}, valid: {text: valid.txt}, test: {text: test.txt}}"
+    cfg = load_config(
+        "experiments/lm-mini.yaml",
+        overrides=[
+            f"data.root={tmp_path}",
+            "data.corpus=textfiles",
+            f"data.args={args}",
+            "data.vocab_size=60",
+            "data.max_len=20",
+        ],
+    )
+    prepared = prepare_data(cfg.data, progress=False)
+    assert prepared.split("train").dropped > 0  # the translator's view leaves the long lines out
+    train = np.concatenate([np.asarray(p[0 : len(p)], np.int64) for p in prepared.token_parts("train")])
+    valid = np.concatenate([np.asarray(p[0 : len(p)], np.int64) for p in prepared.token_parts("valid")])
+    assert int((train == EOS_ID).sum()) == len(docs)  # every document, long ones included
+    assert np.array_equal(train, valid)  # the same text as the split nothing is dropped from
+    assert prepared.part_tokens("train") == [len(train)]
+    assert prepared.stream_chars("train") == prepared.stream_chars("valid")
+    blocks_of = prepared.epoch_stats(int(cfg.data.max_tokens), block=int(cfg.data.block_size)).pairs
+    assert blocks_of == (len(train) - 1) // int(cfg.data.block_size)

@@ -55,7 +55,7 @@ def test_closed_form_flops_match_counting() -> None:
     [
         (["model.arch=decoder", "model.n_enc_layers=2"], "model.n_enc_layers: means nothing for model.arch=decoder"),
         (["model.arch=decoder", "data.block_size=1"], "data.block_size: must be an integer >= 2"),
-        (["model.arch=encoder"], "model.arch: must be one of encdec, decoder"),
+        (["model.arch=encoder"], "model.arch: must be one of decoder, encdec"),
         (["data.block_size=128"], "data.block_size: means nothing for model.arch=encdec"),
         (["eval.lengths=[64,128]"], "eval.lengths: means nothing for model.arch=encdec"),
     ],

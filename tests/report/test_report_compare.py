@@ -104,13 +104,13 @@ def test_an_effect_is_its_tests_estimate_so_it_sits_inside_its_interval() -> Non
     """Base has a third seed the row lacks (an outlier): the ratio of the means says -12.5%, the paired
     test over the two shared seeds +5% [+4%, +6%]. The point shown must be the test's."""
     from ablate.report.compare import effect_of
-    from ablate.report.rows import Evidence, ReportRow, Stat, Table3
+    from ablate.report.rows import AblationTable, Evidence, ReportRow, Stat
     from ablate.stats.seeds import SeedComparison
 
     base = ReportRow("base", "base", None, {}, {}, ppl=Stat.of([10.0, 10.0, 16.0], [1, 2, 3]), is_base=True)
     test = SeedComparison(12.0, 10.5, 0.05, 0.04, 0.06, 0.01, 1.0, 2, 2, method="paired-t")
     row = ReportRow("r", "X", None, {}, {}, ppl=Stat.of([10.5, 10.5], [1, 2]), ppl_ev=Evidence(seeds=test))
-    effect = effect_of(Table3("t", [base, row]), row)
+    effect = effect_of(AblationTable("t", [base, row]), row)
     assert effect is not None and effect.ppl_low is not None and effect.ppl_high is not None
     assert effect.ppl_low <= effect.ppl <= effect.ppl_high and effect.ppl == pytest.approx(0.05)
 

@@ -11,7 +11,7 @@ from scipy import stats
 
 from ablate.cli import main
 from ablate.report.plan import plan_lines, plan_rows, power_of, seeds_needed
-from ablate.report.rows import ReportRow, Stat, Table3
+from ablate.report.rows import AblationTable, ReportRow, Stat
 
 
 @pytest.mark.parametrize("sd, effect, n", [(0.02, 0.02, 4), (0.01, 0.01, 3), (0.03, 0.02, 10), (0.02, 0.005, 8)])
@@ -36,7 +36,9 @@ def _row(name: str, values: list[float], base: bool = False) -> ReportRow:
 
 
 def test_spread_is_measured_where_paired_and_pooled_elsewhere() -> None:
-    table = Table3("t", [_row("base", [10.0, 10.4, 9.8], True), _row("a", [10.3, 10.5, 10.0]), _row("b", [11.0])])
+    table = AblationTable(
+        "t", [_row("base", [10.0, 10.4, 9.8], True), _row("a", [10.3, 10.5, 10.0]), _row("b", [11.0])]
+    )
     rows = {r.row: r for r in plan_rows(table, {"a": 0.5, "b": 0.25}, 0.02, 0.8, 0.05, "holm")}
     d = np.log([10.3, 10.5, 10.0]) - np.log([10.0, 10.4, 9.8])
     assert rows["a"].sd == pytest.approx(float(np.std(d, ddof=1))) and rows["a"].source == "measured (3 seeds)"
@@ -61,7 +63,9 @@ def test_without_any_spread_the_plan_asks_for_a_pilot(tmp_path, capsys) -> None:
 def test_bh_is_planned_at_its_worst_case_like_holm() -> None:
     """With one real difference among m rows BH tests it at alpha / m, as Holm's first step does: a plan at
     alpha would promise power the table does not have."""
-    table = Table3("t", [_row("base", [10.0, 10.4, 9.8], True), _row("a", [10.3, 10.5, 10.0]), _row("b", [11.0])])
+    table = AblationTable(
+        "t", [_row("base", [10.0, 10.4, 9.8], True), _row("a", [10.3, 10.5, 10.0]), _row("b", [11.0])]
+    )
     seeds = {c: plan_rows(table, {}, 0.02, 0.8, 0.05, c)[0].seeds for c in ("holm", "bh", "none")}
     assert seeds["bh"] == seeds["holm"] and seeds["none"] is not None and seeds["none"] < seeds["holm"]
 

@@ -71,7 +71,7 @@ def test_a_row_that_goes_the_other_way_past_l_is_a_disagreement(make_trial) -> N
 def test_no_column_where_the_comparison_does_not_hold(make_trial) -> None:
     not_sinusoidal = {"rotary": ROWS["rotary"], "alibi": ROWS["alibi"]}  # base is rotary: not their baseline
     assert not press.applies(_table(make_trial, not_sinusoidal))
-    translator = _table(make_trial, arch="encoder_decoder")
+    translator = _table(make_trial, arch="encdec")
     assert not press.applies(translator)
     assert "Press" not in render(translator, "text")
     wider = _table(make_trial, {"sinusoidal": ROWS["sinusoidal"], "alibi": ROWS["alibi"]})

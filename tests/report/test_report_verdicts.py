@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from ablate.report.rows import ReportRow, Stat, Table3
+from ablate.report.rows import AblationTable, ReportRow, Stat
 from ablate.report.verdicts import decide
 from ablate.stats.correction import adjust, holm
 
@@ -33,7 +33,7 @@ def test_bh_is_scipys_and_none_is_identity() -> None:
         adjust(p, "bonferroni")
 
 
-def _table(rows: int, seeds: int, effects: dict[int, float], rng: np.random.Generator) -> Table3:
+def _table(rows: int, seeds: int, effects: dict[int, float], rng: np.random.Generator) -> AblationTable:
     """A table of base + ``rows`` rows, ``seeds`` paired seeds each: log PPL = 2.5 + seed noise (shared by
     every row at that seed) + noise of the run + the row's effect. Built from rows directly: build_table's
     settings columns cost 50 ms a table, and these simulations need thousands of tables."""
@@ -45,7 +45,7 @@ def _table(rows: int, seeds: int, effects: dict[int, float], rng: np.random.Gene
 
     base = ReportRow("base", "base", None, {}, {}, ppl=stat(0.0), is_base=True)
     others = [ReportRow(f"r{r}", "X", None, {}, {}, ppl=stat(effects.get(r, 0.0))) for r in range(rows)]
-    return Table3("sim", [base, *others])
+    return AblationTable("sim", [base, *others])
 
 
 def _false_marks(correction: str, tables: int, rows: int = 20, seeds: int = 3) -> float:

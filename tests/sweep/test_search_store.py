@@ -154,9 +154,10 @@ def played(tmp_path_factory: pytest.TempPathFactory, store_url: str) -> Played:
     p = Played(sweep, store)
 
     def step(searcher: Searcher, room: int) -> None:
-        p.notes.append(searcher.step(room))
+        answer = searcher.step(room)
+        p.notes.append(list(answer.notes))
         p.sizes.append(len(store.attempts()))
-        p.more.append(searcher.more)
+        p.more.append(answer.more)
 
     step(a, 3)  # room limits what one step asks
     step(b, 100)  # the rest of both rows: 8, not 100
@@ -350,9 +351,8 @@ def test_row_studies_read_back_through_optunas_public_api(played: Played, store_
 def test_parallel_caps_a_rows_trials_in_flight(new_sweep: Callable[..., Sweep]) -> None:
     sweep = new_sweep(n_trials=3, parallel=1)
     store, searcher = _controller(sweep)
-    searcher.step(100)
+    assert searcher.step(100).more is True
     assert sorted(a.attrs["row"] for a in _waiting(store)) == ["base", "h=1"]  # one per row in flight
-    assert searcher.more is True
     _finish(store, [a for a in _waiting(store) if a.attrs["row"] == "base"])
     searcher.step(100)
     assert sorted(a.attrs["row"] for a in _waiting(store)) == ["base", "h=1"]

@@ -11,17 +11,17 @@ import torch
 from ablate.config import load_config
 from ablate.train.fast import NOT_CUDA, attention_kernel
 from ablate.train.run import system_kwargs
-from ablate.train.system import TranslationSystem
+from ablate.train.system import TransformerSystem
 
 from .conftest import step_losses
 
 TINY = ["model.d_model=16", "model.n_heads=2", "model.d_ff=32", "model.n_layers=1", "model.dropout=0.0"]
 
 
-def _train(compile_: bool, steps: int = 6) -> tuple[list[float], TranslationSystem]:
+def _train(compile_: bool, steps: int = 6) -> tuple[list[float], TransformerSystem]:
     cfg = load_config(overrides=[*TINY, f"train.compile={str(compile_).lower()}"])
     torch.manual_seed(0)
-    system = TranslationSystem(**system_kwargs(cfg, 32))
+    system = TransformerSystem(**system_kwargs(cfg, 32))
     g = torch.Generator().manual_seed(1)
     batches = []
     for step in range(steps):
@@ -41,7 +41,7 @@ def test_compiled_training_gives_the_eager_losses_and_loadable_weights() -> None
     eager, _ = _train(False)
     compiled, system = _train(True)
     assert compiled == pytest.approx(eager, rel=1e-5)
-    plain = TranslationSystem(**{**dict(system.hparams), "compile": False})
+    plain = TransformerSystem(**{**dict(system.hparams), "compile": False})
     plain.load_state_dict(system.state_dict())  # same keys: compile wraps a method, not the module
     for a, b in zip(plain.parameters(), system.parameters()):
         assert torch.equal(a, b)

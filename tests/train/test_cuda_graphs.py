@@ -12,7 +12,7 @@ from ablate.config import load_config
 from ablate.errors import ConfigError
 from ablate.train.graphs import graphs_note, step_features
 from ablate.train.run import system_kwargs
-from ablate.train.system import TranslationSystem
+from ablate.train.system import TransformerSystem
 
 from .conftest import MINI, TINY_RUN, step_losses
 
@@ -43,7 +43,7 @@ def test_off_cuda_the_step_falls_back_and_says_so():
 def _train(cuda_graphs: bool, graph_path: bool = False, steps: int = 6) -> list[float]:
     cfg = load_config(overrides=[*TINY, *BUCKETS, f"train.cuda_graphs={str(cuda_graphs).lower()}"])
     torch.manual_seed(0)
-    system = TranslationSystem(**system_kwargs(cfg, 32))
+    system = TransformerSystem(**system_kwargs(cfg, 32))
     if graph_path:  # the CUDA path's compile call, at static shapes, on this CPU
         system._features = step_features(system.model.features, compile=False, cuda_graphs=True, on_cuda=True)
     g = torch.Generator().manual_seed(1)

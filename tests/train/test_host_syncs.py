@@ -15,7 +15,7 @@ from torch.profiler import ProfilerActivity, profile
 from torch.utils.data import DataLoader
 
 from ablate.train.schedule import noam_scheduler
-from ablate.train.system import TranslationSystem
+from ablate.train.system import TransformerSystem
 
 from .test_system import copy_batch
 
@@ -24,7 +24,7 @@ SYNC = "aten::_local_scalar_dense"
 
 def _syncs(steps: int, model_cfg, cpu_trainer) -> int:
     torch.manual_seed(0)
-    system = TranslationSystem(model=model_cfg, vocab_size=32)
+    system = TransformerSystem(model=model_cfg, vocab_size=32)
 
     def sgd_with_the_schedule():  # the paper's schedule, stepped by the same loop
         opt = torch.optim.SGD(system.parameters(), lr=1.0)

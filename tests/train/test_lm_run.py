@@ -41,7 +41,7 @@ def _the_saved_block_nll_is_the_dev_nll(out: Path, metrics: dict) -> None:
     cfg = load_config(MINI, LM_RUN)
     blocks = RunDir(out).read_sentence_nll("valid")
     lm = {"model": {"arch": "decoder"}, "data": {"block_size": 16}}
-    tokens = _token_counts(lm, prepare_data(cfg.data).split("valid"))
+    tokens = _token_counts(lm, prepare_data(cfg.data), "valid")
     assert blocks and len(blocks) == len(tokens) and set(tokens) == {16}
     assert sum(blocks) / sum(tokens) == pytest.approx(metrics["val/nll"], rel=1e-6)
 

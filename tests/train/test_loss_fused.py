@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from ablate.config import model_section
 from ablate.model.build import build_model
 from ablate.train.losses import label_smoothed_loss, linear_label_smoothed_loss
-from ablate.train.system import TranslationSystem
+from ablate.train.system import TransformerSystem
 
 PAD = 0
 
@@ -58,7 +58,7 @@ def test_features_project_to_the_forward_logits(tiny_model_cfg):
 @pytest.mark.parametrize("eps", [0.0, 0.1])
 def test_training_step_loss_and_gradients_equal_the_full_logits_loss(tiny_model_cfg, eps):
     cfg = {**tiny_model_cfg, "dropout": 0.0}
-    system = TranslationSystem(model=cfg, vocab_size=32, label_smoothing=eps)
+    system = TransformerSystem(model=cfg, vocab_size=32, label_smoothing=eps)
     system.log = lambda *a, **k: None  # no Trainer attached
     b = padded_batch(1)
     loss = system.training_step(b, 0)

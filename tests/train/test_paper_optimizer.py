@@ -11,7 +11,7 @@ import torch
 
 from ablate.config import load_config
 from ablate.train.run import system_kwargs
-from ablate.train.system import TranslationSystem
+from ablate.train.system import TransformerSystem
 
 BASE = Path(__file__).resolve().parents[2] / "experiments" / "base.yaml"
 
@@ -19,7 +19,7 @@ BASE = Path(__file__).resolve().parents[2] / "experiments" / "base.yaml"
 def test_base_yaml_builds_the_papers_adam_and_schedule() -> None:
     cfg = load_config(BASE)
     with torch.device("meta"):  # the base model's shapes, nothing allocated
-        system = TranslationSystem(**system_kwargs(cfg, vocab_size=37000))
+        system = TransformerSystem(**system_kwargs(cfg, vocab_size=37000))
     setup = system.configure_optimizers()
     opt, sched = setup["optimizer"], setup["lr_scheduler"]["scheduler"]
     assert type(opt) is torch.optim.Adam  # not AdamW: the paper decays no weights

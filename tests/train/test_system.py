@@ -1,4 +1,4 @@
-"""TranslationSystem: primitive hyperparameters, exact val/ppl, divergence, and a copy task that learns."""
+"""TransformerSystem: primitive hyperparameters, exact val/ppl, divergence, and a copy task that learns."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader
 from ablate.errors import TrainingDiverged
 from ablate.eval.decode import greedy_search
 from ablate.eval.settings import DecodeSettings
-from ablate.train.system import TranslationSystem
+from ablate.train.system import TransformerSystem
 
 PAD, BOS, EOS = 0, 2, 3
 
@@ -32,13 +32,13 @@ def copy_batch(n: int, vocab: int, gen: torch.Generator, lengths: tuple[int, int
 
 
 def test_hyperparameters_are_primitives_and_a_checkpoint_rebuilds_the_model(tiny_model_cfg, tmp_path, cpu_trainer):
-    system = TranslationSystem(model=tiny_model_cfg, vocab_size=32, label_smoothing=0.1, warmup_steps=7)
+    system = TransformerSystem(model=tiny_model_cfg, vocab_size=32, label_smoothing=0.1, warmup_steps=7)
     for value in system.hparams.values():
         assert isinstance(value, (int, float, str, bool, dict, type(None)))
     tr = cpu_trainer(max_steps=1)
     tr.fit(system, train_dataloaders=DataLoader([copy_batch(4, 32, torch.Generator().manual_seed(0))], batch_size=None))
     tr.save_checkpoint(tmp_path / "x.ckpt")
-    loaded = TranslationSystem.load_from_checkpoint(tmp_path / "x.ckpt", map_location="cpu")
+    loaded = TransformerSystem.load_from_checkpoint(tmp_path / "x.ckpt", map_location="cpu")
     assert loaded.hparams.warmup_steps == 7
     batch = copy_batch(3, 32, torch.Generator().manual_seed(1))
     system.eval(), loaded.eval()
@@ -46,7 +46,7 @@ def test_hyperparameters_are_primitives_and_a_checkpoint_rebuilds_the_model(tiny
 
 
 def test_learning_rate_follows_the_schedule_from_step_one(tiny_model_cfg, cpu_trainer):
-    system = TranslationSystem(model=tiny_model_cfg, vocab_size=32, warmup_steps=4, lr_factor=2.0)
+    system = TransformerSystem(model=tiny_model_cfg, vocab_size=32, warmup_steps=4, lr_factor=2.0)
     seen: list[float] = []
 
     class Spy(pl.Callback):
@@ -62,7 +62,7 @@ def test_learning_rate_follows_the_schedule_from_step_one(tiny_model_cfg, cpu_tr
 
 def test_val_ppl_is_exp_of_the_independent_corpus_mean_nll(tiny_model_cfg, cpu_trainer):
     torch.manual_seed(0)
-    system = TranslationSystem(model=tiny_model_cfg, vocab_size=32)
+    system = TransformerSystem(model=tiny_model_cfg, vocab_size=32)
     gen = torch.Generator().manual_seed(3)
     batches = [copy_batch(n, 32, gen) for n in (5, 1, 9)]  # unequal sizes: a mean of batch means differs
     (result,) = cpu_trainer().validate(system, dataloaders=DataLoader(batches, batch_size=None), verbose=False)
@@ -81,7 +81,7 @@ def test_val_ppl_is_exp_of_the_independent_corpus_mean_nll(tiny_model_cfg, cpu_t
 
 
 def test_nan_loss_raises_training_diverged_with_the_step(tiny_model_cfg, cpu_trainer):
-    system = TranslationSystem(model=tiny_model_cfg, vocab_size=32)
+    system = TransformerSystem(model=tiny_model_cfg, vocab_size=32)
     gen = torch.Generator().manual_seed(0)
     batches = [copy_batch(4, 32, gen) for _ in range(3)]
     calls = {"n": 0}
@@ -104,7 +104,7 @@ def test_tiny_model_learns_the_copy_task(tiny_model_cfg, cpu_trainer):
     torch.manual_seed(0)
     vocab = 12
     cfg = {**tiny_model_cfg, "d_model": 64, "d_ff": 128, "n_heads": 4, "dropout": 0.0}
-    system = TranslationSystem(model=cfg, vocab_size=vocab, label_smoothing=0.0, warmup_steps=50)
+    system = TransformerSystem(model=cfg, vocab_size=vocab, label_smoothing=0.0, warmup_steps=50)
     gen = torch.Generator().manual_seed(0)
     data = [copy_batch(64, vocab, gen) for _ in range(400)]
     cpu_trainer(max_steps=400).fit(system, train_dataloaders=DataLoader(data, batch_size=None))

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ablate.config.schema import SEED_MAX
 from ablate.errors import SweepError
 from ablate.sweep.file.blocks import BLOCKS, SweepBlock
 
@@ -49,6 +50,10 @@ def read_adaptive(where: str, value: Mapping[str, Any]) -> AdaptiveSeeds:
     if start < 2 or most <= start:
         raise SweepError(
             f"{where}: seeds: need 2 <= start < max (a test over seeds needs 2 of them), got start={start}, max={most}"
+        )
+    if most > SEED_MAX:  # seeds 1..max: numpy and torch take none past it
+        raise SweepError(
+            f"{where}: seeds.max must be at most {SEED_MAX:,} (numpy and torch's largest seed), got {most}"
         )
     until = value.get("until", "decided")
     if until not in UNTIL:

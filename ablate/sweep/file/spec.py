@@ -149,9 +149,7 @@ _READ_THROUGH = frozenset(
 
 def project_sweeps_dir() -> Path:
     """The project's ``sweeps/`` folder: beside the package (editable install or a source tree)."""
-    import ablate
-
-    return Path(ablate.__file__).resolve().parent.parent / "sweeps"
+    return Path(__file__).resolve().parents[3] / "sweeps"  # ablate/sweep/file/spec.py -> the project
 
 
 def resolve_sweep_path(name: str | Path) -> Path:

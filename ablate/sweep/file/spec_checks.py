@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ablate.config import ConfigError, read_yaml
+from ablate.config.schema import SEED_MAX
 from ablate.errors import SweepError, check_known_keys
 
 # Top-level keys of a sweep file, each with what it holds (used in "unknown key" hints and docs).
@@ -82,6 +83,8 @@ def check_seeds(where: str, seeds: Any) -> tuple[int, ...]:
         raise SweepError(f"{where}: seeds must be a non-empty list of integers, got {seeds!r}")
     if len(set(seeds)) != len(seeds):
         raise SweepError(f"{where}: seeds lists a seed twice: {seeds}")
+    if out := [s for s in seeds if not 0 <= s <= SEED_MAX]:  # a trial would fail at start, then its retries
+        raise SweepError(f"{where}: seeds: {out[0]} is out of range; seeds are 0..{SEED_MAX:,} (numpy and torch's)")
     return tuple(seeds)
 
 

@@ -8,6 +8,11 @@ an attempt it started is still alive; this loop does the rest, identically for b
    diverged ones, whose result is final;
 3. until no attempt of the sweep is WAITING or RUNNING: reap dead attempts (the launcher knows its
    own; others by heartbeat), retry crashed ones up to ``max_retries``, start waiting ones, redraw.
+
+The loop holds one plan (the opened sweep's, given to the constructor; else built when it runs) and
+the plan's last :class:`~ablate.sweep.plan.base.Step`: the sweep the launcher works on is that Step's,
+which grows as the plan adds trials (a search's samples, adaptive seeds), and is handed to the next
+pass of the plan.
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ from typing import Any
 from ablate.errors import AblateError, SweepError, unknown_key
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.launch.progress import ProgressView
-from ablate.sweep.plan.base import Plan
+from ablate.sweep.plan.base import Plan, Step
 from ablate.sweep.plan.plans import plan_of, trial_states
+from ablate.sweep.store.location import StoreLocation
 from ablate.sweep.store.state import FINAL_KINDS, NO_AUTO_RETRY, Attempt, TrialView, count, free_retry
 from ablate.sweep.store.store import SweepStore
 
@@ -37,8 +43,11 @@ class Launcher:
     # launcher contract (ablate/sweep/launch/contract.py) sets a stand-in here, which a launcher must honour.
     trial_fn: str | None = None
 
-    def __init__(self, sweep: Sweep, store: SweepStore, *, trial_fn: str | None = None) -> None:
-        self.sweep, self.store = sweep, store
+    def __init__(
+        self, sweep: Sweep, store: SweepStore, *, trial_fn: str | None = None, plan: Plan | None = None
+    ) -> None:
+        self.last, self.store = Step(sweep), store  # the plan's last answer: before it starts, the sweep given
+        self.plan = plan  # None: built from the sweep and the store when the sweep runs
         if trial_fn is not None:  # a stand-in trainer ("module:function" or "path/file.py:function")
             self.trial_fn = trial_fn
         self.cfg = dict(sweep.launcher)
@@ -46,6 +55,11 @@ class Launcher:
         self.retries: Counter[str] = Counter()
         self.started: set[str] = set()  # ablate ids of the attempts this controller started (not adopted)
         self._cost_cache: dict[str, float] | None = None
+
+    @property
+    def sweep(self) -> Sweep:
+        """The sweep as the plan last answered it (every trial added so far)."""
+        return self.last.sweep
 
     # -- validation (pure; called while the sweep file is checked) ------------------------------
     @classmethod
@@ -77,8 +91,9 @@ class Launcher:
         return None
 
     @classmethod
-    def needs(cls, sweep: Sweep) -> list[str]:
-        """What the sweep needs of the machines its trials run on, one line each (the dry run prints them)."""
+    def needs(cls, sweep: Sweep, location: StoreLocation) -> list[str]:
+        """What the sweep needs of the machines its trials run on, one line each (the dry run prints them);
+        ``location``: the sweep's store, as the opened sweep located it."""
         return []
 
     @classmethod
@@ -181,12 +196,13 @@ class Launcher:
     def run(self, detach: bool = False, view: ProgressView | None = None) -> dict[str, int]:
         """Drive the sweep to the end (or, detached, until everything is submitted)."""
         created = self.store.sync(self.sweep)
-        self.plan = plan = plan_of(self.sweep, self.store)
+        if self.plan is None:  # a launcher made without the opened sweep's plan (the launcher contract, tests)
+            self.plan = plan_of(self.sweep, self.store)
+        plan = self.plan
         view = view or ProgressView(self.sweep, to_add=plan.to_add)
-        started = plan.start(created)
-        for line in started.notes:
+        self.last = plan.start(created)
+        for line in self.last.notes:
             view.note(line)
-        self.sweep = started.sweep
         self.retry_failed(first=True)
         stop = self._stop = _StopOnCtrlC()
         try:
@@ -200,21 +216,18 @@ class Launcher:
         view.close()
         return count(self.trials())
 
-    plan: Plan | None = None  # what runs next (ablate.sweep.plan), set by run()
-
     def _step_plan(self, view: ProgressView) -> bool:
         """The plan's pass: it may add trials into free room; whether more may come."""
         assert self.plan is not None
         room = self.capacity() - len(self.active())
-        step = self.plan.step(room, self.store_views)
-        for line in step.notes:
+        self.last = self.plan.step(self.sweep, room, self.store_views)
+        for line in self.last.notes:
             view.note(line)
-        self.sweep = step.sweep
-        return step.more
+        return self.last.more
 
     def store_views(self, sweep: Sweep) -> list[TrialView]:
         """The trials of ``sweep`` as the store sees them now (with what its plans added)."""
-        return trial_states(self.store, sweep)
+        return trial_states(self.store, sweep, self.plan)
 
     def wait(self, seconds: float) -> None:
         """Sleep between passes, in slices, so a Ctrl-C (:meth:`stopping`) ends the wait within a

@@ -14,14 +14,12 @@ from typing import Any
 
 from ablate.errors import SweepError
 from ablate.sweep.file.spec import Sweep
+from ablate.sweep.store.location import StoreLocation
 
 
-def shared_needs(sweep: Sweep, nodes: str, env_hint: str) -> list[str]:
-    """The dry run's lines for a launcher whose trials run on other machines: the store, the runs folder
-    and ablate itself must be there too."""
-    from ablate.sweep.store.location import locate
-
-    location = locate(sweep)
+def shared_needs(sweep: Sweep, location: StoreLocation, nodes: str, env_hint: str) -> list[str]:
+    """The dry run's lines for a launcher whose trials run on other machines: the store (at ``location``,
+    the opened sweep's), the runs folder and ablate itself must be there too."""
     url = location.url
     if location.file is not None:
         store = f"the store ({url}) on a file system {nodes} share (or a database URL: store: postgresql://...)"

@@ -2,7 +2,8 @@
 
 The numbers come from the store through :class:`~ablate.sweep.store.state.TrialView` (state, failure, final
 metrics) and, for a running trial, from the ``progress.json`` the trainer rewrites in its run
-directory (step, val/ppl, elapsed, ETA; read through :mod:`ablate.rundir`).
+directory (step, val/ppl, elapsed, ETA; read through :mod:`ablate.rundir`). The whole sweep's ETA also
+weighs each waiting trial by the dry run's estimate of its row (:mod:`ablate.sweep.plan.cost`).
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ablate.errors import AblateError
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.store.state import TrialView, count
 
@@ -99,24 +101,68 @@ def title(name: str, trials: Sequence[TrialView]) -> str:
     return f"{name}: " + ", ".join(f"{v} {k}" for k, v in count(trials).items() if v or k != "pruned")
 
 
-def sweep_eta(lines: Sequence[TrialLine], unsampled: int = 0) -> float | None:
+def sweep_eta(lines: Sequence[TrialLine], unsampled: int = 0, cost: Mapping[str, float] | None = None) -> float | None:
     """Seconds until the sweep ends, roughly: the running trials' ETAs plus the waiting trials (and a
-    search's ``unsampled`` ones) at the mean duration of a trial, spread over as many slots as trials
-    run now. A finished trial's duration counts its process start-up and its final evaluation as measured
-    (the training ETA alone left both out: about half of the whole under load); a running trial's ETA
-    adds the mean evaluation. None until it can be told."""
+    search's ``unsampled`` ones), spread over as many slots as trials run now. A finished trial's duration
+    counts its process start-up and its final evaluation as measured (the training ETA alone left both
+    out: about half of the whole under load); a running trial's ETA adds the mean evaluation.
+
+    A waiting trial's duration is its row's ``cost`` (the dry run's estimate, :func:`row_costs`) times
+    how much longer than estimated the trials so far took. Without it, every trial would take the mean
+    of the first ones, and a sweep starts its longest trials first: a mini Table 3 run showed an ETA of
+    2:03:23 five minutes into a run of 44 minutes. A row with no estimate takes the mean. None until it
+    can be told."""
     done = [ln for ln in lines if ln.state == "done" and ln.elapsed_s]
-    spans = [ln.elapsed_s + (ln.startup_s or 0.0) for ln in done]
+    spans = {id(ln): ln.elapsed_s + (ln.startup_s or 0.0) for ln in done}
     evals = [ln.eval_s for ln in done if ln.eval_s is not None]
     finish = sum(evals) / len(evals) if evals else 0.0  # the final evaluation a running trial still has ahead
     running = [ln for ln in lines if ln.state == "running"]
-    spans = spans or [ln.elapsed_s + ln.eta_s for ln in running if ln.elapsed_s is not None and ln.eta_s is not None]
+    if not spans:  # nothing finished yet: the running trials' own projections
+        spans = {id(ln): ln.elapsed_s + ln.eta_s for ln in running if ln.elapsed_s is not None and ln.eta_s is not None}
     if not spans:
         return None
-    mean = sum(spans) / len(spans)
-    left = [ln.eta_s + finish if ln.eta_s is not None else max(mean - (ln.elapsed_s or 0.0), 0.0) for ln in running]
-    waiting = sum(ln.state == "waiting" for ln in lines) + unsampled
-    return (sum(left) + waiting * mean) / max(1, len(running))
+    span = _span(lines, spans, cost or {})
+    left = [ln.eta_s + finish if ln.eta_s is not None else max(span(ln) - (ln.elapsed_s or 0.0), 0.0) for ln in running]
+    waiting = sum(span(ln) for ln in lines if ln.state == "waiting") + unsampled * span(None)
+    return (sum(left) + waiting) / max(1, len(running))
+
+
+def _span(
+    lines: Sequence[TrialLine], spans: Mapping[int, float], cost: Mapping[str, float]
+) -> Callable[[TrialLine | None], float]:
+    """A trial's expected duration: its row's cost scaled by measured / estimated over the trials in
+    ``spans`` (keyed by ``id`` of their lines), or, where a row has no estimate, the mean measured span."""
+    mean = sum(spans.values()) / len(spans)
+    timed = [ln for ln in lines if id(ln) in spans and cost.get(ln.row)]
+    rate = sum(spans[id(ln)] for ln in timed) / sum(cost[ln.row] for ln in timed) if timed else None
+
+    def span(line: TrialLine | None) -> float:
+        estimate = cost.get(line.row) if line is not None else None
+        return rate * estimate if rate is not None and estimate else mean
+
+    return span
+
+
+def row_costs(sweep: Sweep, limit: int = 200) -> dict[str, float]:
+    """Each row's estimated seconds a trial (the dry run's estimate: :func:`ablate.sweep.plan.cost.estimate`),
+    from its first trial: what :func:`sweep_eta` weighs a waiting trial by. Rows past ``limit`` (an
+    estimate costs ~15 ms) and rows it cannot estimate (a budget in epochs before the data is ready) are
+    left out: the ETA takes the mean for them."""
+    from ablate.sweep.plan.cost import estimate  # the config's closed forms: loaded once, at the first heading
+
+    out: dict[str, float] = {}
+    seen: set[str] = set()  # rows estimated, or tried: one estimate a row, whatever its seeds
+    for t in sweep.trials:
+        if t.row in seen or len(seen) >= limit:
+            continue
+        seen.add(t.row)
+        try:
+            e = estimate(sweep, t)
+        except AblateError:  # the dry run's assumptions refuse it (cost: memory_gb): the mean stands in
+            continue
+        if e.get("device_hours"):
+            out[t.row] = e["device_hours"] * 3600.0 / max(1, e.get("devices") or 1)
+    return out
 
 
 def _ppl(line: TrialLine) -> str:
@@ -186,6 +232,7 @@ class ProgressView:
         self._t0 = time.time()
         self._printed = self._t0
         self._drawn: tuple[Any, float] = ((), 0.0)  # what the live table last showed, and when
+        self._costs: dict[str, float] | None = None  # each row's estimated seconds a trial (row_costs)
 
     def note(self, text: str) -> None:
         if self._live is not None:
@@ -197,7 +244,9 @@ class ProgressView:
         """``"t: 2 done, 1 running, 3 waiting, 0 failed - 4:10, ETA 12:30"``."""
         # trials a search has not sampled yet count as waiting
         unsampled = self.to_add(sum(ln.phase == "search" for ln in lines))
-        eta = sweep_eta(lines, unsampled)
+        if self._costs is None:  # once, when the first heading is drawn
+            self._costs = row_costs(self.sweep)
+        eta = sweep_eta(lines, unsampled, self._costs)
         done = not unsampled and all(ln.state in ("done", "failed", "pruned") for ln in lines)
         tail = "" if done else f", ETA {_dur(eta) if eta is not None else '?'}"
         sampled = f" ({unsampled} to sample)" if unsampled else ""

@@ -58,6 +58,7 @@ from ablate.sweep.launch.devices import (
     uses_gpu,
 )
 from ablate.sweep.launch.registry import LAUNCHERS
+from ablate.sweep.store.location import StoreLocation
 from ablate.sweep.store.state import Attempt
 
 EXTRA = 'pip install -e ".[ray]"'  # what installs Ray beside ablate
@@ -163,8 +164,8 @@ class RayLauncher(Launcher):
         return None
 
     @classmethod
-    def needs(cls, sweep: Sweep) -> list[str]:
-        return shared_needs(sweep, "the Ray cluster's nodes", "launcher.python names the interpreter")
+    def needs(cls, sweep: Sweep, location: StoreLocation) -> list[str]:
+        return shared_needs(sweep, location, "the Ray cluster's nodes", "launcher.python names the interpreter")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

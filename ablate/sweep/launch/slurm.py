@@ -32,6 +32,7 @@ from ablate.sweep.launch.devices import open_jobs, shared_needs
 from ablate.sweep.launch.registry import LAUNCHERS
 from ablate.sweep.launch.slurm_job import SlurmPack, SlurmTrial
 from ablate.sweep.launch.slurm_queue import parse_sacct
+from ablate.sweep.store.location import StoreLocation
 from ablate.sweep.store.state import Attempt
 
 # Signals that end a task from outside (kill -9, kill, Ctrl-C, a hang-up): a job FAILED by one of them,
@@ -151,8 +152,8 @@ class SlurmLauncher(Launcher):
         return None
 
     @classmethod
-    def needs(cls, sweep: Sweep) -> list[str]:
-        return shared_needs(sweep, "the compute nodes", "launcher.setup lines activate it in each job")
+    def needs(cls, sweep: Sweep, location: StoreLocation) -> list[str]:
+        return shared_needs(sweep, location, "the compute nodes", "launcher.setup lines activate it in each job")
 
     @classmethod
     def reap_detached(cls, sweep: Sweep, store: Any) -> list[str]:

@@ -117,9 +117,9 @@ class SeedsPlan(Wrapper):
         # first, its best re-run at the others); adding seeds to sampled rows would re-run untuned configs.
         return sweep.adaptive is not None and sweep.search is None
 
-    def materialize(self, by_trial: Mapping[str, Sequence[Any]]) -> Sweep:
+    def materialize(self, sweep: Sweep, by_trial: Mapping[str, Sequence[Any]]) -> Sweep:
         return materialize_seeds(
-            self.inner.materialize(by_trial), {aid: a[0].attrs for aid, a in by_trial.items() if a}
+            self.inner.materialize(sweep, by_trial), {aid: a[0].attrs for aid, a in by_trial.items() if a}
         )
 
     def dry_run_notes(self, device_hours: float | None) -> list[str]:
@@ -132,37 +132,40 @@ class SeedsPlan(Wrapper):
     def start(self, created: Sequence[Any]) -> Step:
         """The seeds an earlier controller added join the sweep first."""
         inner = self.inner.start(created)
-        self.sweep = self._with_seeds(inner.sweep)
-        spec = self.sweep.adaptive
+        sweep = self._with_seeds(inner.sweep, inner.sweep)
+        spec = sweep.adaptive
         assert spec is not None
         own = (
             f"seeds: {spec.start} per row, up to {spec.max} while a row is undecided (each look at alpha/{spec.looks})"
         )
-        return Step(self.sweep, (*inner.notes, own), inner.more)
+        return Step(sweep, (*inner.notes, own), inner.more)
 
-    _seen: tuple[int, int] | None = None  # (inner sweep, trials in the store) the current sweep was made from
+    _seen: tuple[int, int] | None = None  # (inner sweep, trials in the store) the last answer was made from
 
-    def _with_seeds(self, sweep: Sweep) -> Sweep:
-        """``sweep`` (the inner plan's) with the seeds added so far, as the store records them; the same
-        object while neither changed (the store reader's memos go by the sweep object)."""
+    def _with_seeds(self, inner: Sweep, last: Sweep) -> Sweep:
+        """``inner`` (the inner plan's sweep) with the seeds added so far, as the store records them; ``last``
+        (the last Step's sweep, the same object) while neither changed: the store reader's memos go by the
+        sweep object."""
         by_trial = self.store.by_trial()
-        seen = (id(sweep), len(by_trial))
-        if seen != self._seen:
-            self._seen = seen
-            self.sweep = materialize_seeds(sweep, {aid: a[0].attrs for aid, a in by_trial.items() if a})
-        return self.sweep
+        seen = (id(inner), len(by_trial))
+        if seen == self._seen:
+            return last
+        self._seen = seen
+        return materialize_seeds(inner, {aid: a[0].attrs for aid, a in by_trial.items() if a})
 
     _floor: float | None = None
     _floor_read = False
 
-    def _learned_only(self, by_row: dict[str, dict[int, float]], base: str) -> tuple[dict[str, dict[int, float]], str]:
+    def _learned_only(
+        self, sweep: Sweep, by_row: dict[str, dict[int, float]], base: str
+    ) -> tuple[dict[str, dict[int, float]], str]:
         """The rows the table will give a verdict (:mod:`ablate.stats.learning`: those that learned
         something); a line ending the seeds when base learned nothing (the table withholds every verdict,
         and more seeds would not give one). Without the data's floor here, every row."""
         if not self._floor_read:
             from ablate.data.prepare import floor_of
 
-            config = next((t.config for t in self.sweep.trials if t.row == base), None)
+            config = next((t.config for t in sweep.trials if t.row == base), None)
             self._floor, self._floor_read = (floor_of(config) if config else None), True
         means = {r: statistics.fmean(v.values()) for r, v in by_row.items() if v}
         if base in means and learned(means[base], self._floor) is False:
@@ -193,43 +196,42 @@ class SeedsPlan(Wrapper):
             "the table marks no row and more seeds would not give one; done"
         )
 
-    def step(self, room: int, read: Read) -> Step:
+    def step(self, sweep: Sweep, room: int, read: Read) -> Step:
         """The inner plan first; then nothing while a trial is waiting or running; at a look, the next
         seeds (or the end)."""
-        inner = self.inner.step(room, read)
-        self.sweep = self._with_seeds(inner.sweep)
+        inner = self.inner.step(sweep, room, read)
+        sweep = self._with_seeds(inner.sweep, sweep)
         if inner.more:
-            return Step(self.sweep, inner.notes, True)
-        notes, more = self._look(read(self.sweep))
-        return Step(self.sweep, (*inner.notes, *notes), more)
+            return Step(sweep, inner.notes, True)
+        return self._look(sweep, read(sweep), inner.notes)
 
-    def _look(self, trials: Sequence[Any]) -> tuple[list[str], bool]:
-        """(notes, whether more seeds may come) at this pass."""
+    def _look(self, sweep: Sweep, trials: Sequence[Any], said: tuple[str, ...]) -> Step:
+        """This pass's answer (after ``said``, the inner plan's notes): the sweep with the next seeds, if any,
+        and whether more seeds may come."""
         if any(v.state in ("waiting", "running") for v in trials):
-            return [], True
-        spec = self.sweep.adaptive
+            return Step(sweep, said, True)
+        spec = sweep.adaptive
         assert spec is not None
-        by_row: dict[str, dict[int, float]] = {r: {} for r in self.sweep.rows}
+        by_row: dict[str, dict[int, float]] = {r: {} for r in sweep.rows}
         for v in trials:
             ppl = v.metrics.get("val/ppl")
             if v.state == "done" and isinstance(ppl, (int, float)) and ppl > 0:
                 by_row[v.row][v.seed] = float(ppl)
-        groups = {t.row: t.group for t in self.sweep.trials}
-        base = base_row(self.sweep.rows, groups, {t.row: t.paper for t in self.sweep.trials})
-        by_row, why = self._learned_only(by_row, base)
+        groups = {t.row: t.group for t in sweep.trials}
+        base = base_row(sweep.rows, groups, {t.row: t.paper for t in sweep.trials})
+        by_row, why = self._learned_only(sweep, by_row, base)
         why = why or self._not_translating([v for v in trials if v.row == base])
         if why:
-            return [why], False
-        margin = float((self.sweep.report.get("equivalence") or {}).get("ppl", 0.02))
+            return Step(sweep, (*said, why), False)
+        margin = float((sweep.report.get("equivalence") or {}).get("ppl", 0.02))
         rows = rows_to_extend(spec, by_row, base, self.alpha, margin)
         if not rows:
-            return [f"seeds: every row decided or at {spec.max} seeds; done"], False
-        seeds = {r: {t.seed for t in self.sweep.trials if t.row == r} for r in (*rows, base)}
+            return Step(sweep, (*said, f"seeds: every row decided or at {spec.max} seeds; done"), False)
+        seeds = {r: {t.seed for t in sweep.trials if t.row == r} for r in (*rows, base)}
         plan = [(r, max(seeds[r]) + 1) for r in rows]  # a failed seed is not drawn again
         plan += [(base, s) for s in sorted({s for _, s in plan} - seeds[base])]  # base pairs with every seed
-        new: list[Trial] = [seed_trial(self.sweep, row, seed) for row, seed in plan]
-        self.sweep = replace(self.sweep, trials=(*self.sweep.trials, *new))
-        self.store.sync(self.sweep)
-        return [
-            f"seeds: look at alpha/{spec.looks}: one more seed for {len(rows)} undecided row(s): {', '.join(rows)}"
-        ], True
+        new: list[Trial] = [seed_trial(sweep, row, seed) for row, seed in plan]
+        sweep = replace(sweep, trials=(*sweep.trials, *new))
+        self.store.sync(sweep)
+        own = f"seeds: look at alpha/{spec.looks}: one more seed for {len(rows)} undecided row(s): {', '.join(rows)}"
+        return Step(sweep, (*said, own), True)

@@ -3,10 +3,16 @@
 A *plan* decides which trials a sweep has. The grid's are all in the sweep file; a search samples its
 trials while it runs; adaptive seeds add seeds to the rows still undecided. A sweep's plan is one
 *base* plan (the grid, or a search: exactly one applies) inside the *wrappers* that apply (adaptive
-seeds; a plugin's), innermost first by ``order``: :func:`ablate.sweep.plan.plans.plan_of` builds it.
+seeds; a plugin's), innermost first by ``order``: :func:`ablate.sweep.plan.plans.plan_of` builds it,
+once per command (the opened sweep holds it, :class:`ablate.sweep.loader.OpenSweep`).
 The launcher holds that one plan and calls it at every controller pass; neither it nor a command asks
 which policy it holds. Every answer is a return value; how a wrapper combines its own answer with the
 inner plan's is written on each hook of :class:`Wrapper` (its default is that rule).
+
+A plan's ``sweep`` is the one it was built for and never changes: the sweep that grows as trials are
+added travels in the :class:`Step` alone. The launcher keeps the last Step and hands its sweep to the
+next :meth:`Plan.step`; :meth:`Plan.materialize` is given the sweep to add to. So every command that
+shares the plan (the dry run, ``status``, the table, the launcher) reads the same file's answers.
 
 Everything that reads a sweep's trials (``status``, the table, a resumed controller) sees the trials
 the plans added through :meth:`Plan.materialize`, computed from the store alone, so a killed
@@ -36,14 +42,15 @@ Read = Callable[[Sweep], Sequence[TrialView]]  # the trials of a sweep as the st
 class Step:
     """A plan's answer at the start of a sweep or at one controller pass."""
 
-    sweep: Sweep  # the sweep with every trial the plan has added so far
+    sweep: Sweep  # the sweep with every trial the plan has added so far (its one carrier)
     notes: tuple[str, ...] = ()  # lines for the user
     more: bool = False  # whether a later pass may still add trials
 
 
 class Plan:
-    """A base plan (the grid, a search): the trials of the sweep's rows. ``store`` is None when a command
-    only asks before anything runs (notes, the dry run, status lines)."""
+    """A base plan (the grid, a search): the trials of the sweep's rows. ``store`` is None when only asked
+    before anything runs (notes, the dry run, status lines) by a caller that has no store; ``sweep`` is
+    the sweep it was built for, never reassigned (the growing sweep travels in :class:`Step`)."""
 
     order: int = 0  # wrappers apply in this order, innermost (lowest) first
     settles: bool = False  # wants one more pass after the last trial ends (to tell its result)
@@ -56,9 +63,9 @@ class Plan:
         """Whether this policy runs for ``sweep`` (its sweep file asked for it)."""
         raise NotImplementedError
 
-    def materialize(self, by_trial: Mapping[str, Sequence[Attempt]]) -> Sweep:
-        """The sweep with the trials this plan added so far, as the store records them."""
-        return self.sweep
+    def materialize(self, sweep: Sweep, by_trial: Mapping[str, Sequence[Attempt]]) -> Sweep:
+        """``sweep`` with the trials this plan added so far, as the store records them."""
+        return sweep
 
     def to_add(self, added: int) -> int:
         """How many trials the plan will still add, ``added`` sampled ones being in the sweep (the progress
@@ -101,8 +108,9 @@ class Plan:
         """Once before the first pass (``created``: the trials the store just made)."""
         return Step(self.sweep)
 
-    def step(self, room: int, read: Read) -> Step:
-        """One controller pass: add trials (``room``: how many more may run now)."""
+    def step(self, sweep: Sweep, room: int, read: Read) -> Step:
+        """One controller pass: add trials (``room``: how many more may run now) to ``sweep``, the sweep of
+        the last Step. A plan that adds none answers its own sweep."""
         return Step(self.sweep)
 
 
@@ -118,9 +126,9 @@ class Wrapper(Plan):
         self.inner = inner
         self.settles = type(self).settles or inner.settles
 
-    def materialize(self, by_trial: Mapping[str, Sequence[Attempt]]) -> Sweep:
+    def materialize(self, sweep: Sweep, by_trial: Mapping[str, Sequence[Attempt]]) -> Sweep:
         """Chained: the inner plan's sweep, then the wrapper's trials on it."""
-        return self.inner.materialize(by_trial)
+        return self.inner.materialize(sweep, by_trial)
 
     def to_add(self, added: int) -> int:
         """Summed: the inner plan's count plus the wrapper's."""
@@ -162,7 +170,8 @@ class Wrapper(Plan):
         """Chained: the inner plan starts, then the wrapper on the sweep it answered."""
         return self.inner.start(created)
 
-    def step(self, room: int, read: Read) -> Step:
-        """The inner plan first: while it may add trials the wrapper waits; once it may not, the wrapper's
-        turn on the inner plan's sweep (a wrapper that adds nothing answers what the inner plan did)."""
-        return self.inner.step(room, read)
+    def step(self, sweep: Sweep, room: int, read: Read) -> Step:
+        """The inner plan first (given the same last sweep): while it may add trials the wrapper waits; once
+        it may not, the wrapper's turn on the inner plan's sweep (a wrapper that adds nothing answers what
+        the inner plan did)."""
+        return self.inner.step(sweep, room, read)

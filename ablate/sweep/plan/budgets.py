@@ -16,6 +16,7 @@ from typing import Any
 
 from ablate.data.budget import Budget, EpochStats, resolve
 from ablate.devices import devices_of
+from ablate.family import ModelFamily, family_of
 
 _STATS: dict[str, EpochStats | None] = {}
 
@@ -23,21 +24,20 @@ _STATS: dict[str, EpochStats | None] = {}
 def trial_budget(config: Mapping[str, Any]) -> Budget:
     """The budget of a trial's resolved config (steps None: set in epochs or tokens, data not prepared)."""
     train = config["train"]
-    lm = (config.get("model") or {}).get("arch") == "decoder"
-    stats = data_stats(config["data"], lm)
+    stats = data_stats(config["data"], family_of(config))
     return resolve(train, stats, devices_of(config["trainer"]), int(train["accumulate_grad_batches"]))
 
 
-def data_stats(data: Mapping[str, Any], lm: bool = False) -> EpochStats | None:
-    """One training epoch of this data section (``lm``: a language model's, of blocks), if its prepared
-    folder is in the cache."""
-    key = json.dumps([data, lm, os.environ.get("ABLATE_CACHE")], sort_keys=True, default=str)
+def data_stats(data: Mapping[str, Any], family: ModelFamily) -> EpochStats | None:
+    """One training epoch of this data section as ``family`` counts it (a trial asks the same family),
+    if its prepared folder is in the cache."""
+    key = json.dumps([data, family.name, os.environ.get("ABLATE_CACHE")], sort_keys=True, default=str)
     if _STATS.get(key) is None:  # a miss is asked again: the data may have been prepared since
-        _STATS[key] = _find(data, lm)
+        _STATS[key] = _find(data, family)
     return _STATS[key]
 
 
-def _find(data: Mapping[str, Any], lm: bool) -> EpochStats | None:
+def _find(data: Mapping[str, Any], family: ModelFamily) -> EpochStats | None:
     from omegaconf import OmegaConf
 
     from ablate.data.errors import DataError
@@ -49,7 +49,4 @@ def _find(data: Mapping[str, Any], lm: bool) -> EpochStats | None:
         return None
     if prepared is None:
         return None
-    if lm:  # a language model's epoch: its training blocks
-        return prepared.epoch_stats(int(data["max_tokens"]), block=int(data["block_size"]))
-    bucketing = float(data.get("bucket_ratio", 0.0)), int(data.get("batch_multiple", 1))
-    return prepared.epoch_stats(int(data["max_tokens"]), *bucketing)
+    return family.epoch_stats(data, prepared)

@@ -12,6 +12,7 @@ from typing import Any
 from ablate.config.batch_split import GIB, Split, split_of
 from ablate.devices import device_kind, devices_of
 from ablate.errors import ConfigError
+from ablate.family import family_of
 from ablate.sweep.file.spec import Sweep, Trial, describe_trial
 from ablate.sweep.plan.budgets import trial_budget
 
@@ -56,20 +57,18 @@ def estimate(sweep: Sweep, t: Trial) -> dict[str, Any]:
         c = {**c, "data": {**c["data"], "max_tokens": split.max_tokens}}
         c["train"] = {**c["train"], "accumulate_grad_batches": split.accumulate}
     accumulate = c["train"]["accumulate_grad_batches"]
-    lm = model.arch == "decoder"  # a language model: whole blocks of data.block_size, no source side
-    block = int(c["data"].get("block_size") or 0)
-    per_batch = max(1, c["data"]["max_tokens"] // block) * block if lm else c["data"]["max_tokens"]
-    per_step = per_batch * devices * accumulate
+    batch = family_of(c).batch_cost(c["data"])  # what one batch holds for this kind of model
+    per_step = batch.tokens * devices * accumulate
     budget = trial_budget(c)
     flops = device_s = step_s = None
     if budget.steps is not None:
         tokens = float(per_step) * budget.steps
-        flops = train_flops(model, vocab_size, 0.0 if lm else tokens, tokens, tgt_len=block if lm else None)
+        flops = train_flops(model, vocab_size, tokens * batch.src_share, tokens, tgt_len=batch.tgt_len)
         step_s = accumulate * step_seconds(flops / budget.steps / devices / accumulate, assumption)
         device_s = step_s * budget.steps * devices
     planned = {} if split is None else _planned(split, step_s)
     target_tokens = budget.target_tokens
-    if target_tokens is None and lm and budget.steps:  # its data not prepared yet: the blocks of its steps
+    if target_tokens is None and batch.exact and budget.steps:  # its data not prepared yet: its steps' tokens
         target_tokens = float(per_step) * budget.steps
     return {
         **describe_trial(t),

@@ -1,11 +1,12 @@
 """A sweep's plan, composed: what the launcher holds and what every reader of trials uses.
 
 :func:`plan_of` builds the plan of a sweep: its base plan (the grid, or a search) inside the wrappers
-that apply (adaptive seeds, a plugin's), innermost first; the commands ask that one object (notes,
-``--detach``, data to prepare, the dry run, the status lines, the table's notes) and never which
-policy a sweep has. :func:`trial_states` is the one view of a sweep's trials with what its plans
-added (``status``, the table, the launcher all read it); :func:`attempt_callbacks` is what a worker
-asks of the plans (a search trial's pruner).
+that apply (adaptive seeds, a plugin's), innermost first. It runs once per command: the opened sweep
+holds the plan (:class:`ablate.sweep.loader.OpenSweep`), and the commands, the dry run, the table and
+the launcher ask that one object (notes, ``--detach``, data to prepare, the dry run, the status lines,
+the table's notes, every controller pass) and never which policy a sweep has. :func:`trial_states` is
+the one view of a sweep's trials with what its plans added (``status``, the table, the launcher all
+read it); :func:`attempt_callbacks` is what a worker asks of the plans (a search trial's pruner).
 """
 
 from __future__ import annotations
@@ -39,11 +40,16 @@ def plan_of(sweep: Sweep, store: Any = None) -> Plan:
     return plan
 
 
-def trial_states(store: Any, sweep: Sweep) -> list[TrialView]:
+def trial_states(store: Any, sweep: Sweep, plan: Plan | None = None) -> list[TrialView]:
     """Every trial of the sweep with its state (read-only: no store yet = all waiting), the trials its
-    plans added included (a search's samples, adaptive seeds)."""
+    plans added included (a search's samples, adaptive seeds). ``plan``: the sweep's plan where the
+    caller holds it (the opened sweep's, the launcher's); None builds one, for a caller with a bare sweep."""
     attempts = store.by_trial() if store.exists() else {}
-    return store.reader.memo("views", sweep, lambda: views(plan_of(sweep).materialize(attempts), attempts))
+
+    def build() -> list[TrialView]:
+        return views((plan or plan_of(sweep)).materialize(sweep, attempts), attempts)
+
+    return store.reader.memo("views", sweep, build)
 
 
 def attempt_callbacks(store: Any, attrs: Mapping[str, Any]) -> list[Any]:

@@ -38,6 +38,7 @@ from typing import Any
 from ablate.errors import SweepError
 from ablate.sweep.file.search_spec import SearchSpec
 from ablate.sweep.file.spec import Sweep, Trial, row_trial
+from ablate.sweep.plan.base import Step
 from ablate.sweep.store.state import FINAL_KINDS, Attempt, decide
 
 SEARCH_ATTR = "search"
@@ -170,12 +171,12 @@ class RowSearch:
 
 
 class Searcher:
-    """Drives the row studies of one search sweep (see the module doc)."""
+    """Drives the row studies of one search sweep (see the module doc). ``sweep`` is the opened one (its
+    rows' templates); what was sampled is answered in each :meth:`step`'s Step."""
 
     def __init__(self, sweep: Sweep, store: Any) -> None:
         assert sweep.search is not None
         self.sweep, self.store, self.spec = sweep, store, sweep.search
-        self.more = True  # whether a later step may still add trials
 
     def _study(self, row: str, sampler: Any = None) -> Any:
         import optuna
@@ -203,8 +204,9 @@ class Searcher:
         storage = self.store.storage
         return storage.get_trial_id_from_study_id_trial_number(storage.get_study_id_from_name(study.study_name), number)
 
-    def step(self, room: int, cost: Mapping[str, float] | None = None) -> list[str]:
-        """Tell finished results, then ask up to ``room`` new trials; returns notes for the user.
+    def step(self, room: int, cost: Mapping[str, float] | None = None) -> Step:
+        """Tell finished results, then ask up to ``room`` new trials: the sweep with every sampled trial (read
+        under the lock), notes for the user and whether a later step may still add trials.
 
         Rows take turns (the row with the fewest trials next); among those, the costliest row first
         (``cost``: row -> FLOPs), so the big rows do not start last and leave slots idle at the end."""
@@ -213,7 +215,6 @@ class Searcher:
         with self.store.lock():
             by_trial: dict[str, Sequence[Attempt]] = dict(self.store.by_trial())  # + trials made in this step
             rows = [self._tell(t.row, by_trial) for t in self.sweep.templates]
-            self.more = False
             for r in rows:
                 if r.asked >= self.spec.n_trials and r.in_flight == 0:
                     notes += self._finals(r, by_trial)
@@ -226,9 +227,9 @@ class Searcher:
                 r.asked += 1
                 r.in_flight += 1
                 room -= int(created)
-            self.more = any(r.asked < self.spec.n_trials for r in rows)
-            self.sweep = materialize(self.sweep, self.store.by_trial())
-        return notes
+            more = any(r.asked < self.spec.n_trials for r in rows)
+            sampled = materialize(self.sweep, self.store.by_trial())
+        return Step(sampled, tuple(notes), more)
 
     def _row_room(self, r: RowSearch) -> bool:
         return self.spec.parallel is None or r.in_flight < self.spec.parallel

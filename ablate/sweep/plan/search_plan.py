@@ -193,8 +193,8 @@ class SearchPlan(Plan):
     def applies(sweep: Sweep) -> bool:
         return sweep.search is not None
 
-    def materialize(self, by_trial: Mapping[str, Sequence[Attempt]]) -> Sweep:
-        return materialize(self.sweep, by_trial)
+    def materialize(self, sweep: Sweep, by_trial: Mapping[str, Sequence[Attempt]]) -> Sweep:
+        return materialize(sweep, by_trial)
 
     def notes(self) -> list[str]:
         blind = blind_pruner(self.sweep)
@@ -235,13 +235,14 @@ class SearchPlan(Plan):
             True,
         )
 
-    def step(self, room: int, read: Read) -> Step:
-        """Tell results and sample new trials into ``room`` (none: every slot busy; told when one ends)."""
+    def step(self, sweep: Sweep, room: int, read: Read) -> Step:
+        """Tell results and sample new trials into ``room`` (none: every slot busy, ``sweep`` as it was; told
+        when one ends)."""
         assert self.searcher is not None, "a search runs with its store"
         if room <= 0:
-            return Step(self.sweep, (), self._more)
+            return Step(sweep, (), self._more)
         if self._row_costs is None:
             self._row_costs = {t.row: float(_estimate(self.sweep, t)["flops"] or 0.0) for t in self.sweep.templates}
-        notes = self.searcher.step(room, self._row_costs)
-        self.sweep, self._more = self.searcher.sweep, self.searcher.more
-        return Step(self.sweep, tuple(notes), self._more)
+        step = self.searcher.step(room, self._row_costs)
+        self._more = step.more
+        return step
