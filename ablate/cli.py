@@ -356,8 +356,24 @@ def _one_line(message: str) -> str:
     return "".join(ch.encode("unicode_escape").decode() if ch in LINE_BREAKS else ch for ch in message)
 
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line, with the overrides that follow a flag (``sweep FILE --dry-run model.x=1``): argparse
+    ends a verb's list of positionals at its first flag and would call the rest unrecognized."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and isinstance(getattr(args, "overrides", None), list) and all(_override(a) for a in extra):
+        args.overrides, extra = [*args.overrides, *extra], []
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
+def _override(arg: str) -> bool:
+    return "=" in arg and not arg.startswith("-")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parse(argv)
     try:
         return int(args.func(args) or 0)
     except AblateError as exc:

@@ -107,6 +107,11 @@ class ModelFamily:
         """A ConfigError / DataError, one line, when the data (prepared here if it must be read) cannot
         train this config; called before any run directory is written."""
 
+    def prepared_problem(self, config: Mapping[str, Any], prepared: Any) -> str | None:
+        """What a trial's prepared data cannot give its config (one line, the key to change), or None: the
+        dry run asks it wherever the data is prepared, torch-free, before anything trains."""
+        return None
+
     def check_model(self, cfg: Any, prepared: Any, model: Any) -> None:
         """A ConfigError, one line, when the built model cannot hold the dev/test data (before any step)."""
 

@@ -80,6 +80,17 @@ def whole_blocks(n_tokens: int, length: int) -> int:
     return (n_tokens - 1) // length if n_tokens > 1 else 0
 
 
+def length_problem(data: Any, split: str, length: int) -> str | None:
+    """Why a split of language-model data holds no block of ``length`` (blocks never span two parts), from its
+    token counts alone (``data.part_tokens``: no token is read), or None."""
+    parts = data.part_tokens(split)
+    if any(whole_blocks(int(n), int(length)) for n in parts):
+        return None
+    most = max((int(n) for n in parts), default=0)
+    where = " in its longest part" if len(parts) > 1 else ""
+    return f"data split {split!r} holds {most:,} tokens{where}, not one block of {length} (+1)"
+
+
 def blocks(parts: np.ndarray | Sequence[np.ndarray], length: int, where: str = "the stream") -> Blocks:
     """A stream (or its parts) cut into blocks of ``length`` (see the module doc); a DataError when not one fits."""
     parts = [parts] if isinstance(parts, np.ndarray) else list(parts)

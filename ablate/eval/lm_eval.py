@@ -6,8 +6,8 @@ character.
   with up to l - 1 tokens of context: ``val/ppl@l`` (Press et al. 2022 evaluate ALiBi at L, 2L, ... the
   same way). ``val/nll`` and ``val/ppl`` are those at L, the figures the table and the seeds compare.
 - A length the model cannot reach (a positional encoding with a fixed table, as ``learned``, past
-  ``model.max_positions``) is not evaluated: its metric is None and ``reach@l`` says why, so the table
-  reports it and nothing crashes.
+  ``model.max_positions``), or one longer than the split holds, is not evaluated: its metric is None and
+  ``reach@l`` says why, so the table reports it, nothing crashes and the other lengths keep their figures.
 - ``val/bpc``: bits per character at L, comparable across vocabularies: the NLL per token in bits times
   the split's tokens per character (the raw target text's characters, a line break counted for each EOS).
 """
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ablate.data.lm_blocks import Blocks, block_batch, split_blocks
+from ablate.data.lm_blocks import Blocks, block_batch, length_problem, split_blocks
 from ablate.eval.nll import SplitNLL, corpus_nll
 
 
@@ -68,7 +68,7 @@ def lm_scores(
     device = next(model.parameters()).device
     for prefix, split in splits:
         for length in sorted({int(block), *map(int, lengths)}):
-            why = unreachable(model, length, max_positions)
+            why = unreachable(model, length, max_positions) or length_problem(prepared, split, length)
             if why is not None:
                 out[f"{prefix}/ppl@{length}"], out[f"{prefix}/reach@{length}"] = None, why
                 continue

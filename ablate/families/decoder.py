@@ -87,6 +87,22 @@ class LanguageModelFamily(ModelFamily):
         for split in splits:  # each split holds one training block (a DataError, one line, otherwise)
             split_blocks(prepared, int(cfg.data.block_size), split)
 
+    def prepared_problem(self, config: Mapping[str, Any], prepared: Any) -> str | None:
+        # the block would stop the trial at its start (check_data), an evaluation length after its training
+        from ablate.data.lm_blocks import length_problem
+
+        data, ev = config["data"], config.get("eval") or {}
+        block = int(data["block_size"])
+        evaluated = [str(data["valid_split"])] + ([str(data["test_split"])] if ev.get("test") else [])
+        for split in ["train", *evaluated]:
+            if why := length_problem(prepared, split, block):
+                return f"data.block_size={block}: {why}; lower data.block_size or give the split more text"
+        for length in sorted(set(map(int, ev.get("lengths") or ())) - {block}):
+            for split in evaluated:
+                if why := length_problem(prepared, split, length):
+                    return f"eval.lengths: {length}: {why}; remove it from eval.lengths or give the split more text"
+        return None
+
     def nll_tokens(self, config: Mapping[str, Any], data: Any, split: str) -> list[int]:
         # blocks of L cut from each part of the stream (ablate/data/lm_blocks.py), the tails left out
         from ablate.data.lm_blocks import whole_blocks

@@ -34,6 +34,14 @@ class Translator(ModelFamily):
         for key, default in (("data.block_size", 512), ("eval.lengths", None)):
             if c.get(key) != default:
                 c.fail(key, "means nothing for model.arch=encdec (a language model's setting); remove it")
+        args = c.get("data.args") or {}
+        for split, files in args.items():  # {text: FILE}: one file read as both sides, a copy task
+            if isinstance(files, Mapping) and "text" in files:
+                what = (
+                    f"{{text: {files['text']}}} reads one file as both source and target (a language model's text, "
+                    "model.arch=decoder); a translator needs {src: FILE, tgt: FILE}"
+                )
+                c.fail(f"data.args.{split}", what)
 
     def check_lengths(self, c: Any) -> None:
         from ablate.config.schema import positions_needed

@@ -205,6 +205,8 @@ def legend(table: AblationTable, terminal: bool = False) -> list[str]:
     ]
     if table.bleu_withheld:
         lines.append(f"BLEU withheld: {table.bleu_withheld}.")
+    if table.bleu_note:
+        lines.append(table.bleu_note)
     lines += learning_lines(table) + extras.legend(table)
     if table.looks:
         lines.append(

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ablate.atomic import folder_problem
 from ablate.report.errors import ReportError
 from ablate.report.evidence import CACHE_NAME, attach_evidence
 from ablate.report.render import FORMATS, render
@@ -81,6 +82,18 @@ def _check_alpha(alpha: float) -> float:
     return alpha
 
 
+def check_plot(plot: str | Path | None) -> None:
+    """A --plot file ablate can write: a PNG, in a folder that takes files (checked before any table is
+    computed; a write that fails later anyway is one line too: :func:`_plots`)."""
+    if plot is None:
+        return
+    if Path(plot).suffix.lower() != ".png":
+        raise ReportError(f"--plot {plot}: the plot is written as PNG; give a file name ending in .png")
+    folder = Path(plot).expanduser().parent
+    if why := folder_problem(folder):
+        raise ReportError(f"--plot {plot}: cannot write in {folder} ({why}); give a file in a folder you can write")
+
+
 def table(
     sweep_path: str | Path,
     fmt: str | None = None,
@@ -97,8 +110,7 @@ def table(
     _check_alpha(alpha)
     if correction not in CORRECTIONS:
         raise ReportError(f"--correction {correction}: use one of {', '.join(CORRECTIONS)} (default holm)")
-    if plot is not None and Path(plot).suffix.lower() != ".png":
-        raise ReportError(f"--plot {plot}: the plot is written as PNG; give a file name ending in .png")
+    check_plot(plot)
     opened = open_sweep(sweep_path)  # with the command-line overrides recorded with the sweep
     for note in opened.notes:
         print(f"note: {note}", file=sys.stderr)  # stderr: stdout may be CSV or JSON
@@ -107,22 +119,29 @@ def table(
     report = load_table(opened.sweep, alpha, opened.store, correction, opened.plan)
     sys.stdout.write(render(report, fmt))
     if plot is not None:
-        from ablate.report.plot import plot_table
-
-        out = plot_table(report, plot)
-        # stderr, so `ablate table --format csv --plot t.png > t.csv` keeps the CSV clean
-        print(f"plot written to {out}", file=sys.stderr)
-        from ablate.report.curves_plot import plot_curves
-
-        curves = plot_curves(report, Path(plot).with_name(Path(plot).stem + "-curves.png"))
-        if curves is not None:
-            print(f"learning curves written to {curves}", file=sys.stderr)
-        if report.search is not None:  # a search sweep: its optimization history beside it
-            from ablate.report.search_plot import plot_history
-
-            history = plot_history(report, Path(plot).with_name(Path(plot).stem + "-search.png"))
-            print(f"search history written to {history}", file=sys.stderr)
+        try:
+            _plots(report, Path(plot))
+        except OSError as exc:  # the folder changed since the check, or the name is taken by a folder
+            raise ReportError(f"--plot {plot}: cannot write {exc.filename or plot} ({exc.strerror or exc})") from None
     return 0
+
+
+def _plots(report: AblationTable, plot: Path) -> None:
+    """The table's plot at ``plot``, its learning curves and a search's history beside it."""
+    from ablate.report.curves_plot import plot_curves
+    from ablate.report.plot import plot_table
+
+    out = plot_table(report, plot)
+    # stderr, so `ablate table --format csv --plot t.png > t.csv` keeps the CSV clean
+    print(f"plot written to {out}", file=sys.stderr)
+    curves = plot_curves(report, plot.with_name(plot.stem + "-curves.png"))
+    if curves is not None:
+        print(f"learning curves written to {curves}", file=sys.stderr)
+    if report.search is not None:  # a search sweep: its optimization history beside it
+        from ablate.report.search_plot import plot_history
+
+        history = plot_history(report, plot.with_name(plot.stem + "-search.png"))
+        print(f"search history written to {history}", file=sys.stderr)
 
 
 def _unchanged(report: AblationTable, folder: Path) -> bool:
@@ -256,8 +275,7 @@ def compare(
         )
     if fmt not in ("text", "md", "csv", "json"):
         raise ReportError(f"unknown format {fmt!r} (valid: text, md, csv, json)")
-    if plot is not None and Path(plot).suffix.lower() != ".png":
-        raise ReportError(f"--plot {plot}: the plot is written as PNG; give a file name ending in .png")
+    check_plot(plot)
     _check_alpha(alpha)
     tables = []
     for path in sweep_paths:

@@ -206,7 +206,10 @@ def _bleu_boot(pairs: list[tuple[Any, Any]], dev: DevData, split: str, n_resampl
         sys_hyps += hr[:n]
     if not refs:
         return "no dev hypotheses saved"
-    return paired_bleu(refs, base_hyps, sys_hyps, n_resamples=n_resamples, seed=DEFAULT_SEED)
+    from ablate.eval.bleu import looks_tokenized  # sacreBLEU: only where BLEU is bootstrapped
+
+    tokenized = looks_tokenized(refs)  # the table's notes say it once (tokenized_note)
+    return paired_bleu(refs, base_hyps, sys_hyps, n_resamples=n_resamples, seed=DEFAULT_SEED, tokenized=tokenized)
 
 
 Bootstrap = Callable[[list[tuple[Any, Any]], DevData, str, int], Comparison | str]  # (pairs, dev, split, n_resamples)
@@ -264,6 +267,26 @@ def _base_chrf(base_trials: Sequence[Any], dev: DevData) -> float | None:
     return base_chrf(hyps, prepared.raw(valid_split(done[0].config), "tgt"))
 
 
+def tokenized_note(base_trials: Sequence[Any], dev: DevData) -> str | None:
+    """One line when base's dev references are already tokenized (sacreBLEU's test, ablate/eval/bleu.py): BLEU
+    on them is not comparable to published figures. Said here once; sacreBLEU is asked not to repeat it."""
+    from ablate.eval.bleu import looks_tokenized
+
+    done = list(_done_by_seed(base_trials).values())
+    prepared = dev.prepared(done[0].config) if done else "no base trial"
+    if isinstance(prepared, str):
+        return None
+    refs = prepared.raw(valid_split(done[0].config), "tgt")
+    if not looks_tokenized(refs):
+        return None
+    periods = sum(1 for ref in refs if ref.endswith(" ."))
+    return (
+        f"BLEU on tokenized text: {periods:,} of the {len(refs):,} dev references end in a tokenized period "
+        "(' .'), so the corpus is tokenized already; its BLEU is not comparable to published figures, which "
+        "sacreBLEU computes on detokenized text."
+    )
+
+
 def _bleu_reason(base: ReportRow, base_trials: Sequence[Any]) -> str | None:
     """Why BLEU figures are withheld for the whole table, or None."""
     if base.bleu is None:
@@ -302,6 +325,8 @@ def attach_evidence(
     dev, cache = DevData(), BootCache(cache_file)
     _floor(table, by_row.get(base.name, []), dev)
     table.bleu_withheld = _bleu_reason(base, by_row.get(base.name, []))
+    if table.family.has_bleu:
+        table.bleu_note = tokenized_note(by_row.get(base.name, []), dev)
     attach_learning(table, trials)
     table.base_chrf = _base_chrf(by_row.get(base.name, []), dev)
     table.not_translating = translation_note(table.base_chrf)

@@ -136,9 +136,15 @@ def agreement(table: AblationTable) -> dict[str, Any]:
     return out
 
 
+def _compared(table: AblationTable) -> bool:
+    """Some row besides base changes only its positions to one of theirs: a table of other changes on a
+    sinusoidal base (an optimizer's, a schedule's) gets no column and no lines."""
+    return any(figures(table, r) for r in table.rows if not r.is_base)
+
+
 def lines(table: AblationTable) -> list[str]:
     """The legend of the column and the two direction summaries, under the table (every format)."""
-    if not any(figures(table, r) for r in table.rows):
+    if not _compared(table):
         return []
     found = agreement(table)
     parts = [
@@ -179,7 +185,7 @@ class PressColumn(ColumnProvider):
     hatched = "Press et al."
 
     def headers(self, table: AblationTable, layout: str) -> list[str]:
-        return [HEADER] if any(figures(table, r) for r in table.rows) else []
+        return [HEADER] if _compared(table) else []
 
     def cells(self, table: AblationTable, row: ReportRow, layout: str) -> list[str]:
         return [cell(table, row, 1 if layout == "text" else 2)]  # the terminal's one decimal fits its width

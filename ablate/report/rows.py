@@ -157,6 +157,7 @@ class AblationTable:
     floor: float | None = None  # dev PPL of a unigram model of the training targets (None: unknown)
     floor_note: str | None = None  # why there is no floor
     bleu_withheld: str | None = None  # why BLEU figures are withheld (base BLEU < 1, degenerate output)
+    bleu_note: str | None = None  # what BLEU on this dev text means (already tokenized: not comparable to papers)
     undertrained: str | None = None  # base was still improving when training stopped (ablate.report.training_checks)
     not_translating: str | None = None  # base's dev outputs are not translations yet: no verdicts
     base_chrf: float | None = None  # base's dev chrF (sacreBLEU), the figure behind not_translating

@@ -138,6 +138,7 @@ def paired_bleu(
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     tokenize: str = "13a",
+    tokenized: bool = False,
 ) -> Comparison:
     """sacreBLEU corpus BLEU of ``sys_hyps`` minus that of ``base_hyps``, with sacreBLEU's paired bootstrap.
 
@@ -151,8 +152,8 @@ def paired_bleu(
 
     The interval of ``delta`` comes from the same paired resamples (:func:`_bleu_delta_interval`).
 
-    ``refs``: one reference per sentence; ``tokenize``: sacreBLEU tokenizer (ablate's BLEU uses 13a).
-    Deterministic for a fixed ``seed`` (a positive integer; the environment is restored afterwards).
+    ``refs``: one reference per sentence; ``tokenize``: sacreBLEU's tokenizer (13a); ``tokenized``: the caller
+    says the references are tokenized (sacreBLEU's ``force``). Deterministic for a fixed ``seed`` (> 0).
     """
     from sacrebleu.significance import PairedTest
 
@@ -163,9 +164,8 @@ def paired_bleu(
         )
     _check_resampling(n_resamples, seed)
     n, n_resamples = len(refs), int(n_resamples)
-
     # References given to the metric are tokenized and counted once, then reused for every system.
-    metric = recording_bleu()(tokenize=tokenize, references=[refs])
+    metric = recording_bleu()(tokenize=tokenize, references=[refs], force=tokenized)
     with _sacrebleu_seed(seed):
         test = PairedTest(
             [("base", base_hyps), ("system", sys_hyps)], {"BLEU": metric}, None, test_type="bs", n_samples=n_resamples

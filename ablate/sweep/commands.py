@@ -24,7 +24,7 @@ from ablate.sweep.dry_run import print_dry_run
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.launch import LAUNCHERS
 from ablate.sweep.launch.progress import render_table, title, trial_lines
-from ablate.sweep.loader import MAX_TRIALS, OpenSweep, check_this_machine, name_clash, open_sweep
+from ablate.sweep.loader import MAX_TRIALS, OpenSweep, check_this_machine, name_clash, open_sweep, prepared_problem
 from ablate.sweep.plan.base import Plan
 from ablate.sweep.plan.plans import trial_states
 from ablate.sweep.store.reuse import check_reuse
@@ -82,6 +82,8 @@ def sweep(
     for line in opened.plan.notes():
         print(f"note: {line}", file=sys.stderr)
     check_this_machine(spec, dry_run)
+    if why := prepared_problem(spec):  # the trial would fail at its start, or lose a length after training
+        raise SweepError(why)
     opened.launcher.check_trials(spec)
     if why := name_clash(spec, opened.store):
         raise SweepError(why)

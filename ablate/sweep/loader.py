@@ -191,8 +191,25 @@ def open_sweep(
     recorded = store.recorded_overrides()
     chosen, note = _choose_overrides(overrides, recorded, clear_overrides)
     sweep = expand(sf, chosen)
+    check_one_family(sweep)
     check_resources(sf, launcher_class, settings, sweep.trials)
     return OpenSweep(sweep, store, launcher_class, (*moved, *((note,) if note else ())))
+
+
+def check_one_family(spec: Sweep) -> None:
+    """Rows of two kinds of model (model.arch: a translator's and a language model's) in one sweep: its table
+    would set one's perplexity against the other's as an effect; one line names a row of each."""
+    from ablate.family import family_of
+
+    first: dict[str, str] = {}
+    for trial in spec.shapes:
+        first.setdefault(family_of(trial.config).name, trial.row)
+    if len(first) > 1:
+        rows = " and ".join(f"row {row!r} (model.arch={name})" for name, row in first.items())
+        raise SweepError(
+            f"{spec.path}: {rows} are different kinds of model: one table compares rows of one kind; "
+            "put them in two sweep files"
+        )
 
 
 def load_results(path: str | Path, overrides: Sequence[str] | None = None) -> list[TrialView]:
@@ -295,6 +312,20 @@ def data_problem(spec: Sweep) -> str | None:
         seen.add(key)
         if why := missing_files(data):
             return f"{spec.path}: row {trial.row!r}: {why}"
+    return None
+
+
+def prepared_problem(spec: Sweep) -> str | None:
+    """A row whose prepared data cannot train or evaluate it (a language model's data.block_size or one of
+    its eval.lengths longer than a split holds), where the data is prepared here; None otherwise."""
+    from ablate.sweep.plan.budgets import prepared_problem as trial_problem
+
+    seen = set()
+    for trial in spec.shapes:
+        key = json.dumps([trial.config.get(k) for k in ("data", "eval", "model")], sort_keys=True, default=str)
+        if key not in seen and (why := trial_problem(trial.config)):
+            return f"{spec.path}: row {trial.row!r}: {why}"
+        seen.add(key)
     return None
 
 

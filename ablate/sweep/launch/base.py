@@ -67,6 +67,10 @@ class Launcher:
         for key in cfg:
             if key not in cls.KEYS:
                 raise unknown_key(where, key, list(cls.KEYS))
+        poll = cfg.get("poll_s")
+        if poll is not None and not (isinstance(poll, (int, float)) and not isinstance(poll, bool) and 0 < poll < 1e6):
+            # 0 would ask the store in a loop without a pause: a database server's load, a core spent
+            raise SweepError(f"{where}: poll_s must be a positive number of seconds (e.g. 1), got {poll!r}")
         return dict(cfg)
 
     @staticmethod

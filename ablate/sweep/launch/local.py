@@ -47,6 +47,13 @@ WORKER_COMMAND = (sys.executable, "-m", WORKER_MODULE)
 KILLS = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
+# launcher.slots may reach this many per CPU core here. A slot is a worker process (torch and Lightning
+# imported: some 0.3-0.5 GB each) and a CPU trial's threads are the cores over the slots, so slots past the
+# cores only oversubscribe them; a few per core still serve small or waiting trials (trials_per_device packs
+# them on purpose), while hundreds on a laptop would exhaust its memory before any trial learned anything.
+SLOTS_PER_CORE = 4
+
+
 def _device_count(gpu: bool) -> int:
     if gpu:
         import torch
@@ -104,6 +111,12 @@ class LocalLauncher(Launcher):
     @classmethod
     def check_trials(cls, sweep: Sweep) -> None:
         check_devices(sweep)
+        slots, cores = sweep.launcher.get("slots"), _device_count(False)
+        if slots and slots > SLOTS_PER_CORE * cores:
+            raise SweepError(
+                f"{sweep.path}: launcher.slots={slots} is more than {SLOTS_PER_CORE} worker processes per CPU core "
+                f"of this machine ({cores} cores); lower it (trials_per_device packs small trials onto a slot)"
+            )
 
     def busy(self) -> bool:
         return bool(self.children)

@@ -10,6 +10,7 @@ figures it would give are unknown (None) and the dry run says so.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -22,10 +23,20 @@ _STATS: dict[str, EpochStats | None] = {}
 
 
 def trial_budget(config: Mapping[str, Any]) -> Budget:
-    """The budget of a trial's resolved config (steps None: set in epochs or tokens, data not prepared)."""
-    train = config["train"]
-    stats = data_stats(config["data"], family_of(config))
-    return resolve(train, stats, devices_of(config["trainer"]), int(train["accumulate_grad_batches"]))
+    """The budget of a trial's resolved config (steps None: set in epochs or tokens, data not prepared).
+
+    A budget in tokens of a family whose every batch predicts the same tokens (a language model's whole
+    blocks) has its steps before the data is prepared: the tokens over the tokens a step. The trial counts
+    them from its epoch instead, which differs only by an epoch's last partial accumulation."""
+    train, family = config["train"], family_of(config)
+    devices, accumulate = devices_of(config["trainer"]), int(train["accumulate_grad_batches"])
+    budget = resolve(train, data_stats(config["data"], family), devices, accumulate)
+    batch = family.batch_cost(config["data"])
+    if budget.steps is None and train.get("target_tokens") is not None and batch.exact:
+        per_step = batch.tokens * devices * accumulate
+        steps = max(1, math.ceil(float(train["target_tokens"]) / per_step))
+        budget = Budget("train.target_tokens", steps, None, float(steps * per_step))
+    return budget
 
 
 def data_stats(data: Mapping[str, Any], family: ModelFamily) -> EpochStats | None:
@@ -37,16 +48,26 @@ def data_stats(data: Mapping[str, Any], family: ModelFamily) -> EpochStats | Non
     return _STATS[key]
 
 
+def prepared_problem(config: Mapping[str, Any]) -> str | None:
+    """What a trial's prepared data cannot give it (a language model's block or evaluation length longer
+    than a split holds: its family says), where that data is prepared here; None otherwise."""
+    prepared = _lookup(config["data"])
+    return None if prepared is None else family_of(config).prepared_problem(config, prepared)
+
+
 def _find(data: Mapping[str, Any], family: ModelFamily) -> EpochStats | None:
+    prepared = _lookup(data)
+    return None if prepared is None else family.epoch_stats(data, prepared)
+
+
+def _lookup(data: Mapping[str, Any]) -> Any:
+    """The prepared data of a data section, or None where it is not prepared here (nothing is prepared)."""
     from omegaconf import OmegaConf
 
     from ablate.data.errors import DataError
     from ablate.data.prepare import find_prepared
 
     try:
-        prepared = find_prepared(OmegaConf.create(dict(data)))
+        return find_prepared(OmegaConf.create(dict(data)))
     except (DataError, OSError):  # not downloaded, files missing: the trial's own start reports those
         return None
-    if prepared is None:
-        return None
-    return family.epoch_stats(data, prepared)
