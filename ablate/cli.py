@@ -33,31 +33,6 @@ def _cmd_data_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_tokenize(args: argparse.Namespace) -> int:
-    from ablate.data.tokenize import TokenizeOptions, summary_lines, tokenize
-    from ablate.data.tokenize_sources import DatasetSpec
-
-    spec = DatasetSpec(args.dataset, args.dataset_config, args.dataset_split) if args.dataset else None
-    opts = TokenizeOptions(
-        out=Path(args.out),
-        inputs=tuple(args.inputs),
-        dataset=spec,
-        field=args.field,
-        txt_docs=args.txt_docs,
-        tokenizer=args.tokenizer,
-        train_bpe=args.train_bpe,
-        sample=args.sample,
-        eos=args.eos,
-        shard_tokens=args.shard_tokens,
-        valid_docs=args.valid_docs,
-        prefix=args.prefix,
-        jobs=args.jobs or os.cpu_count() or 1,
-    )
-    for line in summary_lines(tokenize(opts, show_progress=True)):
-        print(line)
-    return 0
-
-
 def _cmd_train(args: argparse.Namespace) -> int:
     from ablate.rundir import RunDirError
     from ablate.sweep.wandb_net import resolve_modes
@@ -143,7 +118,7 @@ def _config_args(s: argparse.ArgumentParser) -> None:
 
 
 def _add_run_commands(sub: argparse._SubParsersAction) -> None:
-    """variants, data prepare, train, eval: one experiment at a time."""
+    """variants, data prepare, tokenize, train, eval: one experiment at a time."""
     from ablate.variants_cli import add_variant_commands  # variants, check-variants: ablate/variants_cli.py
 
     add_variant_commands(sub)
@@ -153,7 +128,9 @@ def _add_run_commands(sub: argparse._SubParsersAction) -> None:
     d = dsub.add_parser("prepare", help="prepare the data an experiment needs (once; later calls reuse the cache)")
     _config_args(d)
     d.set_defaults(func=_cmd_data_prepare)
-    _add_tokenize_command(sub)
+    from ablate.data.tokenize_cli import add_tokenize_command  # tokenize: ablate/data/tokenize_cli.py
+
+    add_tokenize_command(sub)
 
     s = sub.add_parser("train", help="train and evaluate one model (one trial)")
     _config_args(s)
@@ -166,46 +143,6 @@ def _add_run_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--beam", type=int, default=None, help="beam size (default: the run's eval.beam_size)")
     s.add_argument("--checkpoint", default="best", help="best | last | a path (default: best)")
     s.set_defaults(func=_cmd_eval)
-
-
-def _add_tokenize_command(sub: argparse._SubParsersAction) -> None:
-    """tokenize: text to a language model's llm.c shards, once (ablate/data/tokenize.py)."""
-    from ablate.data import tokenize as defaults
-
-    s = sub.add_parser("tokenize", help="encode text into llm.c token shards (+ manifest.json) for a language model")
-    s.add_argument("inputs", nargs="*", metavar="INPUT", help=".txt (a line a document), .jsonl or .parquet files")
-    s.add_argument("--out", required=True, metavar="DIR", help="folder for the shards (a rerun resumes a killed run)")
-    s.add_argument("--field", default="text", help="the text field of .jsonl lines, parquet rows, dataset examples")
-    s.add_argument(
-        "--txt-docs",
-        default="lines",
-        choices=["lines", "paragraphs"],
-        help="a .txt document: a line, or a blank-line-separated paragraph",
-    )
-    s.add_argument("--dataset", default=None, metavar="NAME", help="a Hugging Face dataset, streamed (ablate[lm])")
-    s.add_argument("--config", dest="dataset_config", default=None, help="the --dataset's configuration")
-    s.add_argument("--split", dest="dataset_split", default="train", help="the --dataset's split (default: train)")
-    s.add_argument("--tokenizer", default=None, metavar="PATH", help="a tokenizer.json to encode with (GPT-2's ...)")
-    s.add_argument("--train-bpe", type=int, default=None, metavar="N", help="or train a byte-level BPE of N pieces")
-    s.add_argument(
-        "--sample",
-        type=int,
-        default=defaults.SAMPLE_DOCS,
-        metavar="DOCS",
-        help="documents the BPE is trained on (those after the validation ones)",
-    )
-    s.add_argument("--eos", default=None, metavar="TOKEN", help="the separator token (default <|endoftext|>)")
-    s.add_argument("--shard-tokens", type=int, default=defaults.SHARD_TOKENS, metavar="N", help="tokens a shard")
-    s.add_argument(
-        "--valid-docs",
-        type=int,
-        default=defaults.VALID_DOCS,
-        metavar="N",
-        help="the first N documents are the validation split",
-    )
-    s.add_argument("--prefix", default=defaults.PREFIX, help="shard names: PREFIX_train_000000.bin ...")
-    s.add_argument("--jobs", type=int, default=None, metavar="N", help="encoding processes (default: CPU count)")
-    s.set_defaults(func=_cmd_tokenize)
 
 
 def _add_sweep_commands(sub: argparse._SubParsersAction) -> None:

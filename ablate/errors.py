@@ -77,9 +77,19 @@ def check_known_keys(where: str, mapping: Mapping[str, Any], valid: Sequence[str
 def connection_failed(exc: BaseException) -> bool:
     """A server that refused, timed out or turned the login down: the DB-API's ``OperationalError``, raised
     as it is by a driver's cursor, wrapped by SQLAlchemy (``orig``) or by Optuna (``__cause__``)."""
+    return _raised_as(exc, "OperationalError")
+
+
+def permission_denied(exc: BaseException) -> bool:
+    """A server that let the user in but refused what it asked (PostgreSQL's ``InsufficientPrivilege``,
+    SQLSTATE 42501: a user that may connect or read, not write), through the same wrappers."""
+    return _raised_as(exc, "InsufficientPrivilege")
+
+
+def _raised_as(exc: BaseException, name: str) -> bool:
     seen: BaseException | None = exc
     while seen is not None:
-        if any(cls.__name__ == "OperationalError" for cls in type(seen).__mro__):
+        if any(cls.__name__ == name for cls in type(seen).__mro__):
             return True
         seen = getattr(seen, "orig", None) or seen.__cause__
     return False

@@ -13,7 +13,7 @@ from ablate.config.compose import Experiment
 from ablate.config.load import to_dict
 from ablate.errors import ConfigError
 
-TEXT = "{train: {text: train.txt}, valid: {text: valid.txt}, test: {text: test.txt}}"
+TEXT = "{train: [train.en, train.de], valid: [valid.en, valid.de], test: [test.en, test.de]}"  # a translator's pairs
 
 
 def _write(path: Path, text: str) -> Path:

@@ -118,5 +118,10 @@ def _manifest(base: Path, files: Mapping[str, list[TokenFile]]) -> dict[str, Any
                 found = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
                 raise DataError(f"{path}: not a readable manifest ({exc}); remake it or remove it") from None
+            if found.get("complete") is False:  # ablate tokenize writes it after each shard, complete at the end
+                raise DataError(
+                    f"{path}: an unfinished `ablate tokenize` output (killed?); run the same command again to "
+                    "finish it (it resumes), then read the shards"
+                )
             return {**found, "path": str(path)}
     return {}

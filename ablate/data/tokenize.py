@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.metadata
 import itertools
 import os
 import time
@@ -30,7 +31,17 @@ import numpy as np
 
 from ablate.data import tokenize_manifest as manifests
 from ablate.data.errors import DataError
-from ablate.data.tokenize_encode import BPE_EOS, check_bpe_size, chunked, encode_all, eos_of, load_tokenizer, train_bpe
+from ablate.data.tokenize_encode import (
+    BPE_EOS,
+    check_bpe_size,
+    chunked,
+    encode_all,
+    eos_of,
+    load_tokenizer,
+    require_tokenizers,
+    threads,
+    train_bpe,
+)
 from ablate.data.tokenize_sink import ShardSink
 from ablate.data.tokenize_sources import DatasetSpec, Sources, open_sources
 
@@ -57,7 +68,8 @@ class TokenizeOptions:
     shard_tokens: int = SHARD_TOKENS  # tokens a shard (the last of a split holds the rest)
     valid_docs: int = VALID_DOCS  # the first documents go to the validation split
     prefix: str = PREFIX  # shard names: <prefix>_<split>_000000.bin
-    jobs: int = dataclasses.field(default_factory=lambda: os.cpu_count() or 1)  # encoding processes
+    # threads that train and encode (a process's first parallel call fixes its pool: later calls share it)
+    jobs: int = dataclasses.field(default_factory=lambda: os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -89,10 +101,16 @@ def check_options(opts: TokenizeOptions) -> None:
 
 
 def tokenize(opts: TokenizeOptions, show_progress: bool = False) -> TokenizeResult:
-    """Make (or finish) the shards ``opts`` describe; every bad input is a DataError before anything is written."""
+    """Make (or finish) the shards ``opts`` describe.
+
+    Every bad input is a DataError before anything is written, but for a record past the first that
+    lacks its text field or is not UTF-8: found while reading, the error names it (file:line), and only
+    if a shard was full by then is anything written (whole shards, listed, resumable).
+    """
     check_options(opts)
-    sources = open_sources(list(opts.inputs), opts.dataset, opts.field, opts.txt_docs)
+    require_tokenizers()
     manifests.check_out(opts.out)
+    sources = open_sources(list(opts.inputs), opts.dataset, opts.field, opts.txt_docs)
     loaded = load_tokenizer(opts.tokenizer) if opts.tokenizer is not None else None
     source = _source(opts, sources)
     manifest = manifests.read(opts.out)
@@ -100,26 +118,28 @@ def tokenize(opts: TokenizeOptions, show_progress: bool = False) -> TokenizeResu
         manifests.check_same_source(opts.out, manifest, source)
         if manifest.get("complete"):
             return TokenizeResult(manifest, opts.out, 0, 0.0, already_done=True)
-    tok, tokenizer_bytes, info = _tokenizer(opts, sources, manifest, loaded)
-    if manifest is None:
-        manifest = _new_manifest(opts, tok, info, source)
-    sink = ShardSink(opts.out, manifest, tokenizer_bytes, opts.shard_tokens, opts.prefix)
     meter = Meter(show_progress)
-    start = time.monotonic()
-    try:
-        documents = _stream(sources, tok, sink, opts, meter)
-        sink.finish(documents)
-    finally:
-        meter.stop()
-        sink.close()
+    with threads(opts.jobs):
+        tok, tokenizer_bytes, info = _tokenizer(opts, sources, manifest, loaded, meter)
+        if manifest is None:
+            manifest = _new_manifest(opts, tok, info, source)
+        sink = ShardSink(opts.out, manifest, tokenizer_bytes, opts.shard_tokens, opts.prefix, on_write=meter.shard)
+        start = time.monotonic()
+        meter.start()
+        try:
+            documents = _stream(sources, tok, sink, opts, meter)
+            sink.finish(documents)
+        finally:
+            meter.stop()
+            sink.close()
     return TokenizeResult(manifest, opts.out, meter.tokens, time.monotonic() - start, already_done=False)
 
 
 def _source(opts: TokenizeOptions, sources: Sources) -> dict[str, Any]:
     """What the shards' bytes are a function of: a rerun continues a run only where this is equal."""
     if opts.tokenizer is not None:
-        digest = hashlib.sha256(Path(opts.tokenizer).read_bytes()).hexdigest()
-        tokenizer: dict[str, Any] = {"file": str(opts.tokenizer), "sha256": digest}
+        # its content, not its path: the same file named from another folder is the same source
+        tokenizer: dict[str, Any] = {"sha256": hashlib.sha256(Path(opts.tokenizer).read_bytes()).hexdigest()}
     else:
         tokenizer = {"train_bpe": opts.train_bpe, "sample": opts.sample}
     return {
@@ -133,7 +153,7 @@ def _source(opts: TokenizeOptions, sources: Sources) -> dict[str, Any]:
 
 
 def _tokenizer(
-    opts: TokenizeOptions, sources: Sources, manifest: dict[str, Any] | None, loaded: Any
+    opts: TokenizeOptions, sources: Sources, manifest: dict[str, Any] | None, loaded: Any, meter: Meter
 ) -> tuple[Any, bytes, dict[str, Any]]:
     """The tokenizer, the bytes of its tokenizer.json (copied into ``out``) and how it was made."""
     if loaded is not None:
@@ -143,6 +163,7 @@ def _tokenizer(
     if manifest is not None and kept.is_file():  # a resumed run: the BPE its shards were encoded with
         return load_tokenizer(kept), kept.read_bytes(), info
     assert opts.train_bpe is not None  # check_options: one of the two
+    meter.say(f"training a byte-level BPE of {opts.train_bpe:,} pieces on up to {opts.sample:,} documents")
     sample = _Sample(sources.documents(), opts.valid_docs, opts.sample)
     tok = train_bpe(sample, opts.train_bpe, eos=opts.eos or BPE_EOS)
     if sample.taken == 0:
@@ -177,12 +198,10 @@ def _no_train_documents(seen: int, valid_docs: int) -> DataError:
 
 
 def _new_manifest(opts: TokenizeOptions, tok: Any, info: dict, source: dict[str, Any]) -> dict[str, Any]:
-    from ablate import __version__
-
     eos_token, eos_id = eos_of(tok, opts.eos, _where(opts))
     return {
         "format": manifests.FORMAT,
-        "ablate_version": __version__,
+        "ablate_version": _version(),
         "complete": False,
         "tokenizer": {"file": manifests.TOKENIZER_FILE, **info},
         "vocab_size": tok.get_vocab_size(with_added_tokens=True),
@@ -197,6 +216,13 @@ def _new_manifest(opts: TokenizeOptions, tok: Any, info: dict, source: dict[str,
         "source": source,
         "resume": {"next_document": 0, "skip_tokens": 0},
     }
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("ablate")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
 
 
 def _where(opts: TokenizeOptions) -> str:
@@ -215,9 +241,9 @@ def _stream(sources: Sources, tok: Any, sink: ShardSink, opts: TokenizeOptions, 
         )
     eos_id = int(sink.manifest["eos_id"])
     d0, skip = first, sink.skip_tokens
-    for tokens, ends in encode_all(tok, eos_id, chunked(docs), opts.jobs):
+    for tokens, ends in encode_all(tok, eos_id, chunked(docs)):
+        meter.advance(tokens.size - skip, sink.split)  # encoded: counted before the shards they fill are told
         _feed_chunk(sink, tokens, ends, d0, skip, opts.valid_docs)
-        meter.advance(tokens.size - skip, sink.split)
         d0 += ends.size
         skip = 0
     if d0 <= opts.valid_docs:
@@ -248,27 +274,37 @@ def _feed(sink: ShardSink, tokens: np.ndarray, ends: np.ndarray, d0: int, p: int
 
 
 class Meter:
-    """A live line on a terminal's stderr: tokens encoded, tokens/s, the split being written."""
+    """What a person watching sees on stderr: a line a step and a shard, and on a terminal a live line
+    of tokens encoded, tokens/s and the split being written."""
 
     def __init__(self, show: bool) -> None:
         self.tokens = 0
         self._start = time.monotonic()
         self._bar: Any = None
-        if not show:
+        self._console: Any = None
+        if show:
+            from rich.console import Console
+
+            self._console = Console(stderr=True, highlight=False)
+
+    def say(self, line: str) -> None:
+        if self._console is not None:
+            self._console.print(line, markup=False)  # above the live line, which stays at the bottom
+
+    def start(self) -> None:
+        """The encoding starts: tokens/s counts from here."""
+        self._start = time.monotonic()
+        if self._console is None or not self._console.is_terminal:
             return
-        from rich.console import Console
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-        console = Console(stderr=True)
-        if not console.is_terminal:
-            return
         self._bar = Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
             TextColumn("{task.completed:,.0f} tokens"),
             TextColumn("{task.fields[rate]}"),
             TimeElapsedColumn(),
-            console=console,
+            console=self._console,
         )
         self._task = self._bar.add_task("tokenize", total=None, rate="")
         self._bar.start()
@@ -278,6 +314,9 @@ class Meter:
         if self._bar is not None:
             rate = f"{self.rate() / 1e6:.2f}M tokens/s"
             self._bar.update(self._task, completed=self.tokens, rate=rate, description=split)
+
+    def shard(self, name: str, tokens: int) -> None:
+        self.say(f"{name}: {tokens:,} tokens ({self.rate():,.0f} tokens/s)")
 
     def rate(self) -> float:
         elapsed = time.monotonic() - self._start

@@ -8,27 +8,26 @@ end-of-text token, else the one ``--eos`` names.
 
 Each document becomes ``[EOS] + its ids``: the separator goes *before* the document, as llm.c's
 FineWeb shards have it (nanoGPT's ``train.bin`` puts it after). Shards made here from FineWeb with
-GPT-2's tokenizer then have the token stream of the published ones, so a validation loss read on them
-is the one those runs report; and a document that opens a block is preceded by the separator it
-follows in every other place, the context GPT-2 was trained to start a text from.
+GPT-2's tokenizer then lay out the text as the published ones do, so losses read on either compare;
+and a block that opens at a document start still sees the separator, the context a text starts from
+everywhere else in the stream.
 
-With ``jobs`` 1 the main process encodes; with more, that many worker processes (started fresh, not
-forked: ``tokenizers`` may already run its own threads here) each encode whole chunks of documents,
-and the results come back in input order, so the shards do not depend on ``jobs``. Each worker runs
-the tokenizer single-threaded: one process a core measured faster than one process with
-``tokenizers``' own threads (the numbers are in the `ablate tokenize` benchmark's output).
+With ``jobs`` above 1 ``tokenizers`` encodes each chunk of documents on that many threads (its rayon
+pool, in Rust, outside the GIL) while a reader thread parses the next chunk; chunks come back in input
+order and each document's encoding is its own, so the shards do not depend on ``jobs``. Worker
+processes, each with its own tokenizer, were measured too and lost: the text and the tokens cross a
+process boundary, each process starts and loads the tokenizer, and on 2 cores they spent about 40%
+more CPU time a token than the threads did.
 """
 
 from __future__ import annotations
 
-import collections
-import concurrent.futures
 import contextlib
-import multiprocessing
 import os
-import signal
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from queue import Full, Queue
 from typing import Any
 
 import numpy as np
@@ -40,14 +39,15 @@ from ablate.data.tokenize_sources import EXTRA_HINT
 BPE_EOS = "<|endoftext|>"  # GPT-2's end of text: the one special token of a BPE trained here
 EOS_CANDIDATES = (BPE_EOS, "<|end_of_text|>", "</s>", "<eos>")  # GPT-2, Llama 3, T5/Llama 2, Gemma
 MIN_BPE = 257  # the 256 byte pieces and the separator
-CHUNK_CHARS = 1 << 20  # characters of text a chunk (about 250k tokens): big enough to hide the IPC
-IN_FLIGHT = 2  # chunks queued per worker: the next is ready when one finishes, memory stays flat
+CHUNK_CHARS = 1 << 20  # characters of text a chunk (about 250k tokens): enough work for every thread
 PARALLELISM = "TOKENIZERS_PARALLELISM"  # read by `tokenizers` at each call: "false" keeps it to one thread
+RAYON_THREADS = "RAYON_NUM_THREADS"  # the size of the thread pool `tokenizers` encodes a batch on
 
 Encoded = tuple[np.ndarray, np.ndarray]  # (uint16 tokens of a chunk, int64 end offset of each document)
 
 
-def _tokenizers() -> Any:
+def require_tokenizers() -> Any:
+    """The ``tokenizers`` package, or a DataError saying how to install it."""
     try:
         import tokenizers
     except ImportError:
@@ -58,7 +58,7 @@ def _tokenizers() -> Any:
 def load_tokenizer(path: str | Path) -> Any:
     """A ``tokenizers.Tokenizer`` from a tokenizer.json; a DataError (one line) for one that does not parse."""
     path = Path(path)
-    tokenizers = _tokenizers()
+    tokenizers = require_tokenizers()
     if not path.is_file():
         raise DataError(f"--tokenizer {path}: no such file")
     try:
@@ -72,7 +72,7 @@ def load_tokenizer(path: str | Path) -> Any:
 
 def train_bpe(documents: Iterable[str], vocab_size: int, eos: str = BPE_EOS) -> Any:
     """A byte-level BPE of ``vocab_size`` pieces (the separator ``eos`` included) trained on ``documents``."""
-    tokenizers = _tokenizers()
+    tokenizers = require_tokenizers()
     from tokenizers import decoders, models, pre_tokenizers, trainers
 
     tok = tokenizers.Tokenizer(models.BPE())
@@ -140,52 +140,53 @@ def encode_chunk(tok: Any, eos_id: int, docs: list[str]) -> Encoded:
     return np.array(flat, dtype=np.uint16), ends
 
 
-_WORKER: tuple[Any, int] | None = None  # a worker process's tokenizer and separator id
-
-
-def _start_worker(tokenizer_json: str, eos_id: int) -> None:
-    global _WORKER
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle, once
-    os.environ[PARALLELISM] = "false"
-    _WORKER = (_tokenizers().Tokenizer.from_str(tokenizer_json), eos_id)
-
-
-def _encode_in_worker(docs: list[str]) -> Encoded:
-    assert _WORKER is not None, "worker started without its tokenizer"
-    return encode_chunk(_WORKER[0], _WORKER[1], docs)
+PREFETCH = 2  # chunks read ahead: the reading overlaps the encoding, memory stays flat
 
 
 @contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    before = os.environ.get(PARALLELISM)
-    os.environ[PARALLELISM] = "false"
+def threads(jobs: int) -> Iterator[None]:
+    """``tokenizers`` on ``jobs`` threads: one thread is its parallelism off; more, its rayon pool's size."""
+    before = {name: os.environ.get(name) for name in (PARALLELISM, RAYON_THREADS)}
+    os.environ[PARALLELISM] = "true" if jobs > 1 else "false"
+    if jobs > 1 and before[RAYON_THREADS] is None:
+        os.environ[RAYON_THREADS] = str(jobs)  # read once, when the pool starts (the process's first parallel call)
     try:
         yield
     finally:
-        if before is None:
-            os.environ.pop(PARALLELISM, None)
-        else:
-            os.environ[PARALLELISM] = before
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
-def encode_all(tok: Any, eos_id: int, chunks: Iterable[list[str]], jobs: int) -> Iterator[Encoded]:
-    """Each chunk encoded (:func:`encode_chunk`), in input order, by ``jobs`` processes."""
-    if jobs <= 1:
-        with _one_thread():
-            for docs in chunks:
-                yield encode_chunk(tok, eos_id, docs)
-        return
-    context = multiprocessing.get_context("spawn")
-    pool = concurrent.futures.ProcessPoolExecutor(
-        jobs, mp_context=context, initializer=_start_worker, initargs=(tok.to_str(), eos_id)
-    )
-    pending: collections.deque[concurrent.futures.Future[Encoded]] = collections.deque()
+def _read_ahead(chunks: Iterable[list[str]], queue: Queue, stop: threading.Event) -> None:
+    """Put each chunk (then None) on ``queue``; an error is put for the consumer to raise, in its place."""
     try:
         for docs in chunks:
-            pending.append(pool.submit(_encode_in_worker, docs))
-            if len(pending) >= IN_FLIGHT * jobs:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
+            while not stop.is_set():
+                with contextlib.suppress(Full):
+                    queue.put(docs, timeout=0.1)
+                    break
+            if stop.is_set():
+                return
+        queue.put(None)
+    except BaseException as exc:  # noqa: BLE001 - a bad record's DataError is raised by the consumer
+        queue.put(exc)
+
+
+def encode_all(tok: Any, eos_id: int, chunks: Iterable[list[str]]) -> Iterator[Encoded]:
+    """Each chunk encoded (:func:`encode_chunk`) in input order, the next read meanwhile; on as many
+    threads as the caller's :func:`threads` says."""
+    queue: Queue = Queue(maxsize=PREFETCH)
+    stop = threading.Event()
+    reader = threading.Thread(target=_read_ahead, args=(chunks, queue, stop), name="tokenize-read", daemon=True)
+    reader.start()
+    try:
+        while (item := queue.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield encode_chunk(tok, eos_id, item)
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        stop.set()
+        reader.join(timeout=5)

@@ -8,6 +8,7 @@ manifest, rewritten atomically after it, lists it with the point of the stream i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,16 @@ class ShardSink:
     """The shard being filled (``split``) and the manifest of those written."""
 
     def __init__(
-        self, out: Path, manifest: dict[str, Any], tokenizer_json: bytes, shard_tokens: int, prefix: str
+        self,
+        out: Path,
+        manifest: dict[str, Any],
+        tokenizer_json: bytes,
+        shard_tokens: int,
+        prefix: str,
+        on_write: Callable[[str, int], None] | None = None,
     ) -> None:
         self.out = out
+        self._on_write = on_write  # told (shard name, tokens) after each shard is listed
         self.manifest = manifest
         self.prefix = prefix
         self._tokenizer_json = tokenizer_json
@@ -64,6 +72,8 @@ class ShardSink:
         self.manifest["total_tokens"] = manifests.total_tokens(self.manifest)
         self.manifest["resume"] = {"next_document": next_document, "skip_tokens": skip_tokens}
         manifests.write(self.out, self.manifest)
+        if self._on_write is not None:
+            self._on_write(name, self._fill)
         self._fill = 0
 
     def switch(self, split: str, next_document: int) -> None:

@@ -19,9 +19,10 @@ from ablate.report.press import PRESS_COLUMN
 from ablate.report.provider import LAST, PLACES, REFERENCES, SCORES, ColumnProvider
 from ablate.report.published import PUBLISHED_COLUMN
 from ablate.report.rows import AblationTable, ReportRow
+from ablate.report.wen import WEN_COLUMN
 
 # In the order of the records' fields (CSV, JSON, W&B); the tables and notes show them by place (_shown).
-PROVIDERS: tuple[ColumnProvider, ...] = (PUBLISHED_COLUMN, PRESS_COLUMN, LENGTH_COLUMNS, LLMC_COLUMN)
+PROVIDERS: tuple[ColumnProvider, ...] = (PUBLISHED_COLUMN, PRESS_COLUMN, LENGTH_COLUMNS, LLMC_COLUMN, WEN_COLUMN)
 
 Found = tuple[ColumnProvider, list[str], list[list[str]]]  # a provider, its headers, its cells per row
 

@@ -30,7 +30,7 @@ GPT2_VOCAB = (50257, 50304)  # GPT-2's vocabulary, and padded to a multiple of 6
 
 def applies(table: Any) -> bool:
     """A language model's table whose base trained on GPT-2-tokenized token shards."""
-    data = getattr(table, "base_data", None) or {}
+    data = table.base_config.get("data") or {}
     gpt2 = data.get("eos_id") == GPT2_EOS or data.get("vocab_size") in GPT2_VOCAB
     return bool(table.family.per_length and data.get("corpus") == "shards" and gpt2)
 

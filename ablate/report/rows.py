@@ -165,7 +165,7 @@ class AblationTable:
     # the kind of model its trials are (ablate.family): BLEU or not, PPL per length, what the bootstrap resamples
     family: ModelFamily = field(default_factory=lambda: FAMILIES.get("encdec"))
     block_size: int | None = None  # a per-length family's training block L (data.block_size), when all rows share it
-    base_data: dict[str, Any] = field(default_factory=dict)  # the base row's data section (what it trained on)
+    base_config: dict[str, Any] = field(default_factory=dict)  # the base row's resolved config (its data, recipe)
     plan_notes: list[str] = field(default_factory=list)  # what the sweep's plans say under the table
 
     @property

@@ -169,7 +169,6 @@ def build_table(
     family = families_of([t.config or {} for t in results]) or FAMILIES.get("encdec")
     blocks = {((t.config or {}).get("data") or {}).get("block_size") for t in results if t.config}
     block = int(next(iter(blocks))) if family.per_length and len(blocks) == 1 and None not in blocks else None
-    base_data = dict((base_config or {}).get("data") or {})
-    table = AblationTable(name=name, rows=rows, family=family, block_size=block, base_data=base_data)
+    table = AblationTable(name=name, rows=rows, family=family, block_size=block, base_config=dict(base_config or {}))
     decide(table)  # seed-level tests and verdicts; load_table decides again with the bootstrap attached
     return table

@@ -146,3 +146,38 @@ def test_an_id_beyond_the_vocabulary_is_found_once_and_cached(tmp_path, capsys) 
     assert main(["sweep", str(sweep), "--dry-run"]) == 2
     assert f"token id {VOCAB + 3} >= data.vocab_size={VOCAB}" in capsys.readouterr().err
     assert len(list((tmp_path / "cache" / "tokens").glob("*.json"))) == 3  # each file scanned once, kept
+
+
+@pytest.mark.integration  # three short trainings: the resume tier
+def test_a_trial_on_shards_killed_mid_epoch_resumes_exactly(tmp_path, monkeypatch) -> None:
+    """Killed as step 5 starts (last.ckpt at step 4, a few batches into an epoch of 93) and run again in its
+    directory, a trial on token shards logs the same losses and ends with the same numbers as a straight run."""
+    import csv
+
+    from ablate.config import load_config
+    from ablate.train.monitor import RunMonitor
+    from ablate.train.run import train
+
+    exp = _experiment(_shards(tmp_path / "data"), tmp_path)
+    overrides = ["train.max_steps=8", "train.val_every_steps=8", "train.checkpoint_every_steps=2"]
+
+    def losses(run_dir: Path) -> dict[int, float]:
+        with open(run_dir / "metrics.csv", newline="") as f:
+            return {int(r["step"]): float(r["train/loss"]) for r in csv.DictReader(f) if r.get("train/loss")}
+
+    straight = train(load_config(str(exp), overrides=overrides), tmp_path / "straight")
+
+    class Killed(Exception):
+        pass
+
+    def boom(self, trainer, *args):
+        if trainer.global_step == 5:
+            raise Killed
+
+    with monkeypatch.context() as mp:
+        mp.setattr(RunMonitor, "on_train_batch_start", boom)
+        with pytest.raises(Killed):
+            train(load_config(str(exp), overrides=overrides), tmp_path / "killed")
+    resumed = train(load_config(str(exp), overrides=overrides), tmp_path / "killed")
+    assert resumed["val/ppl"] == pytest.approx(straight["val/ppl"], rel=1e-6)
+    assert losses(tmp_path / "killed") == pytest.approx(losses(tmp_path / "straight"), rel=1e-5)

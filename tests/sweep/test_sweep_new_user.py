@@ -105,3 +105,26 @@ def test_a_plot_into_a_folder_that_takes_no_file_is_one_line(write_sweep, capsys
             args = [str(path)] * (2 if command == "compare" else 1)
             assert main([command, *args, "--plot", plot]) == 2
             assert f"--plot {plot}: cannot write in" in one_line_error(capsys)
+
+
+def test_a_path_in_the_sweep_files_overrides_is_read_from_its_folder(write_sweep, tmp_path, monkeypatch) -> None:
+    """data.root (and every path key) set in a sweep file's `overrides:` or a row's means a folder beside the
+    file, as its `experiment:` and `runs:` do and an experiment file's paths do; the command line keeps the
+    shell's meaning."""
+    from ablate.sweep.file.spec import load_sweep
+
+    rows = [
+        *ROWS,
+        {"name": "other", "group": "B", "overrides": ["data.root=theirs", "data.cache_dir=~/c", "model.d_ff=40"]},
+    ]
+    path = write_sweep(rows=rows, overrides=["data.root=mine", "logging.output_dir=out"])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    trials = {t.row: t.config for t in load_sweep(path).trials}
+    assert trials["base"]["data"]["root"] == str(path.parent / "mine")
+    assert trials["other"]["data"]["root"] == str(path.parent / "theirs")
+    assert trials["other"]["data"]["cache_dir"] == str(Path("~/c").expanduser())
+    assert trials["wide"]["data"]["root"] == str(path.parent / "mine")
+    on_the_command_line = {t.row: t.config for t in load_sweep(path, ["data.root=cli"]).trials}
+    assert on_the_command_line["base"]["data"]["root"] == "cli"

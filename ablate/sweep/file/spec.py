@@ -17,6 +17,7 @@ while a sweep runs) share one constructor, so a trial id is computed in one plac
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -26,6 +27,7 @@ from typing import Any
 
 from ablate.config import ConfigError
 from ablate.config.compose import Experiment
+from ablate.config.load import resolve_paths
 from ablate.errors import SweepError
 from ablate.rundir import safe_name
 from ablate.sweep.file.blocks import BLOCKS
@@ -231,8 +233,8 @@ def make_trial(
 ) -> Trial:
     group = str(row.get("group", ""))
     layers: list[tuple[str, Any]] = []
-    if layer:
-        layers.append((f"{sf.path}: row {label!r}", layer))
+    if layer:  # a path the row names is read from the sweep file's folder, as an experiment file's is
+        layers.append((f"{sf.path}: row {label!r}", resolve_paths(copy.deepcopy(layer), sf.path.parent)))
     if cli:
         layers.append(("command line", list(cli)))
     layers.append((f"{sf.path}: seeds", {"train": {"seed": seed}}))
@@ -270,7 +272,8 @@ def make_trial(
 def experiment_of(sf: SweepFile) -> Experiment:
     """The sweep's experiment with its sweep-wide overrides, loaded once for all its rows."""
     try:
-        return Experiment(sf.experiment, [(f"{sf.path}: overrides", sf.layer)] if sf.layer else [])
+        layer = resolve_paths(copy.deepcopy(sf.layer), sf.path.parent)  # its paths: from the file's folder
+        return Experiment(sf.experiment, [(f"{sf.path}: overrides", layer)] if layer else [])
     except ConfigError as exc:
         raise SweepError(str(exc)) from None
 

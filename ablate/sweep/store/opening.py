@@ -16,7 +16,9 @@ A journal file is always opened through Optuna (it has no tables). Errors become
 yet"; a database server that cannot be reached is :class:`~ablate.errors.StoreUnreachable`, within
 ``CONNECT_TIMEOUT_S`` (a server that accepts a connection and never answers would otherwise hold every
 command, the dry run and ``status`` included, for as long as TCP allows), and a statement on PostgreSQL
-is cancelled by the server after ``STATEMENT_TIMEOUT_S`` (the store's statements take milliseconds).
+is cancelled by the server after ``STATEMENT_TIMEOUT_S`` (the store's statements take milliseconds). A
+user the server lets in but not write (no right to create Optuna's tables, or to insert into tables
+another user made) is refused when the store is opened to write, before the first trial is written.
 
 **Cursors.** Reading a store needs a DB-API cursor and nothing else of SQLAlchemy, whose import took
 0.23 s: half of ``ablate status`` on the finished mini sweep, against a budget of 0.5 s for the whole
@@ -24,6 +26,10 @@ command (2-core machine). A SQLite file is therefore read through the standard l
 (:class:`SqliteCursors`), the driver SQLAlchemy itself uses for it, with the same busy timeout; a server
 database through a SQLAlchemy engine (:class:`EngineCursors`), as is a store opened to write (Optuna's
 storage owns its engine). Statements carry no bound values: ids are integers written in.
+
+Why this file is long: opening is one contract over three kinds of store (a SQLite file, a journal, a
+server) and two purposes (read, write); each answer a store can give (not there, not a store, not
+reachable, not writable) is worded where it is caught, so none escapes as a traceback.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ablate.errors import StoreUnreachable, StoreUnreadable, SweepError, connection_failed
+from ablate.errors import StoreUnreachable, StoreUnreadable, SweepError, connection_failed, permission_denied
 from ablate.sweep.store.location import StoreLocation
 
 BUSY_TIMEOUT_S = 30  # seconds a SQLite read or write waits for another process's lock
@@ -185,6 +191,8 @@ def open_store(location: StoreLocation, study_name: str, create: bool) -> Opened
             return _open_to_read(cursors, study_name)
         storage = optuna_storage(location, create)  # on a server made under the store's advisory lock
         study_id = storage.get_study_id_from_name(study_name)
+        if create:
+            _check_writes(location, storage)
         return Opened(study_id, _cursors_of(storage), storage, True)
     except ValueError as exc:
         if location.kind == "journal":  # a file of other lines (e.g. the sweep file itself): never a store
@@ -195,17 +203,28 @@ def open_store(location: StoreLocation, study_name: str, create: bool) -> Opened
     except db_errors as exc:
         if path is None and connection_failed(exc):
             _unreachable(location, exc)
+        if path is None and permission_denied(exc):  # e.g. no right to create Optuna's tables
+            _not_writable(location, exc)
         if create and not _not_a_database(exc):
             raise
         _unreadable(exc, url, path, study_name)
     except KeyError:
         if not create:
             raise SweepError(f"store {url}: no study {study_name!r} yet; run `ablate sweep` first") from None
-        import optuna
+        return _create_study(location, storage, study_name)
 
+
+def _create_study(location: StoreLocation, storage: Any, study_name: str) -> Opened:
+    import optuna
+
+    try:
         study = optuna.create_study(study_name=study_name, storage=storage, load_if_exists=True)
-        study_id = storage.get_study_id_from_name(study.study_name)
-        return Opened(study_id, _cursors_of(storage), storage, True)
+    except Exception as exc:
+        if permission_denied(exc):  # tables there, made by another user, but not this one's to write
+            _not_writable(location, exc)
+        raise
+    study_id = storage.get_study_id_from_name(study.study_name)
+    return Opened(study_id, _cursors_of(storage), storage, True)
 
 
 @contextlib.contextmanager
@@ -244,7 +263,35 @@ def _unreachable(location: StoreLocation, exc: BaseException) -> NoReturn:
     ) from None
 
 
-def _first_line(exc: BaseException) -> str:
+# Optuna's tables a user that cannot insert into is refused (PostgreSQL): the first write would be a traceback
+_UNWRITABLE = (
+    "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+    "AND table_name <> 'alembic_version' "
+    "AND NOT has_table_privilege(quote_ident(table_schema) || '.' || quote_ident(table_name), 'INSERT, UPDATE')"
+)
+
+
+def _check_writes(location: StoreLocation, storage: Any) -> None:
+    """A PostgreSQL user that may read a study's tables (another user made them) but not write them is
+    refused when the store is opened to write, before the first trial is, in one line."""
+    if not location.url.startswith("postgresql"):
+        return
+    import sqlalchemy
+
+    with storage.engine.connect() as conn:
+        tables = [row[0] for row in conn.execute(sqlalchemy.text(_UNWRITABLE))]
+    if tables:
+        _not_writable(location, f"permission denied to insert into {', '.join(sorted(tables))}")
+
+
+def _not_writable(location: StoreLocation, exc: BaseException | str) -> NoReturn:
+    raise SweepError(
+        f"store {location.shown}: the database user may not write there ({_first_line(exc)}); grant it the right "
+        "to create and write tables in that database (or use a user that has it)"
+    ) from None
+
+
+def _first_line(exc: BaseException | str) -> str:
     text = str(getattr(exc, "orig", None) or exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
