@@ -126,8 +126,8 @@ def text_stream(prepared: Any, split: str) -> np.ndarray:
 
 def stream_parts(prepared: Any, split: str) -> list[np.ndarray]:
     """A prepared corpus's split as one token file ``lm/<split>.bin`` in its folder, written once (atomic: a
-    killed writer leaves none) and memory-mapped after; in memory where the folder cannot be written or the
-    vocabulary does not fit uint16.
+    killed writer leaves none) and read in place after (ablate/data/token_files.py); in memory where the
+    folder cannot be written or the vocabulary does not fit uint16.
 
     A translator's training pairs over ``data.max_len`` are left out of the train shard when the corpus is
     prepared; a language model never drops a document (it cuts a long one across blocks), so where the

@@ -127,7 +127,9 @@ class Corpus(ABC):
         return self.name
 
 
-CORPORA: Registry[type[Corpus]] = Registry("corpus", "corpora: sentence pairs, plain text or token shards (data.corpus; options in data.args)")
+CORPORA: Registry[type[Corpus]] = Registry(
+    "corpus", "corpora: sentence pairs, plain text or token shards (data.corpus; options in data.args)"
+)
 
 
 def open_corpus(name: str, cls: type[Corpus], args: Mapping[str, Any], where: OpenArgs) -> Corpus:

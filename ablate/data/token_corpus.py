@@ -22,11 +22,13 @@ import glob
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ablate.data.errors import DataError
 from ablate.data.registry import CORPORA, Corpus, Option
-from ablate.data.token_files import TokenFile, file_key, file_stats, inspect_file
+
+if TYPE_CHECKING:  # numpy (token_files.py) loads when a corpus opens: `ablate status` and `table` register this one
+    from ablate.data.token_files import TokenFile
 
 MANIFEST = "manifest.json"
 
@@ -60,6 +62,8 @@ class TokenShards(Corpus):
         return list(self.files)
 
     def identity(self, cache_dir: Path) -> dict[str, Any]:
+        from ablate.data.token_files import file_key
+
         return {split: [file_key(f) for f in files] for split, files in self.files.items()}
 
     def pairs(self, split: str) -> Iterator[tuple[str, str]]:
@@ -71,12 +75,13 @@ class TokenShards(Corpus):
 
     def token_data(self, vocab_size: int, eos_id: int | None, cache: Path, max_tokens: int) -> Any:
         """The corpus as a language model reads it (ablate/data/token_data.py), its ids checked once."""
+        from ablate.data import token_files
         from ablate.data.token_data import TokenData
 
         vocab, eos = self._declared(vocab_size, eos_id)
         for files in self.files.values():
             for f in files:
-                too_big = file_stats(f, cache)["max_id"]
+                too_big = token_files.file_stats(f, cache)["max_id"]
                 if too_big >= vocab:
                     raise DataError(
                         f"{f.path}: token id {too_big} >= data.vocab_size={vocab}; set data.vocab_size above it "
@@ -106,6 +111,8 @@ def _split_files(base: Path, split: str, pattern: str) -> list[TokenFile]:
     found = sorted(Path(p) for p in glob.glob(str(base / pattern)) if Path(p).name != MANIFEST)
     if not found:
         raise DataError(f"data.args.{split}: no file matches {pattern!r} under {base}; check data.root and the glob")
+    from ablate.data.token_files import inspect_file
+
     return [inspect_file(p) for p in found]
 
 

@@ -42,14 +42,9 @@ from ablate.data.tokenize_encode import (
     threads,
     train_bpe,
 )
+from ablate.data.tokenize_manifest import PREFIX, PREFIX_CHARS, SAMPLE_DOCS, SHARD_TOKENS, VALID_DOCS
 from ablate.data.tokenize_sink import ShardSink
 from ablate.data.tokenize_sources import DatasetSpec, Sources, open_sources
-
-SHARD_TOKENS = 100_000_000  # llm.c's FineWeb shards: 100M tokens, 200 MB each
-VALID_DOCS = 1_000  # the first documents, held out (llm.c holds out its whole first shard)
-SAMPLE_DOCS = 100_000  # documents a BPE is trained on (those after the validation ones)
-PREFIX = "shard"
-PREFIX_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 def add_tokenize_command(sub: argparse._SubParsersAction) -> None:
     """tokenize: text to a language model's llm.c shards, once (ablate/data/tokenize.py)."""
-    from ablate.data import tokenize as defaults
+    from ablate.data import tokenize_manifest as defaults  # no numpy: `ablate --help` and the read commands
 
     s = sub.add_parser("tokenize", help="encode text into llm.c token shards (+ manifest.json) for a language model")
     s.add_argument("inputs", nargs="*", metavar="INPUT", help=".txt (a line a document), .jsonl or .parquet files")

@@ -24,6 +24,13 @@ from typing import Any
 from ablate.atomic import atomic_write_json
 from ablate.data.errors import DataError
 
+# The output's layout (its defaults; the options say them): shard size, held-out documents, names
+SHARD_TOKENS = 100_000_000  # llm.c's FineWeb shards: 100M tokens, 200 MB each
+VALID_DOCS = 1_000  # the first documents, held out (llm.c holds out its whole first shard)
+SAMPLE_DOCS = 100_000  # documents a BPE is trained on (those after the validation ones)
+PREFIX = "shard"
+PREFIX_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.")
+
 NAME = "manifest.json"
 FORMAT = "llmc-uint16"  # llm.c's shard header, then uint16 tokens (ablate/data/token_files.py)
 TOKENIZER_FILE = "tokenizer.json"

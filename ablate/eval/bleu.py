@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from sacrebleu.metrics import BLEU
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
+from ablate.eval.tokenized import TOKENIZED_LINES, looks_tokenized  # noqa: F401  (its callers import them here)
+
 
 @dataclass(frozen=True)
 class BleuResult:
@@ -29,15 +31,6 @@ class BleuResult:
 def _check(hyps: Sequence[str], refs: Sequence[str]) -> None:
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
-
-
-# sacreBLEU warns (three lines, every call) once this many hypotheses end in a tokenized period (" .")
-TOKENIZED_LINES = 100
-
-
-def looks_tokenized(texts: Sequence[str]) -> bool:
-    """Whether ``texts`` look already tokenized, by sacreBLEU's own test (TOKENIZED_LINES end in " .")."""
-    return sum(1 for text in texts if text.endswith(" .")) >= TOKENIZED_LINES
 
 
 def corpus_bleu(hyps: Sequence[str], refs: Sequence[str]) -> BleuResult:

@@ -74,6 +74,8 @@ def slot_settings(cfg: Mapping[str, Any] | Any) -> dict[str, Any]:
 
 
 def _flat(node: Any, prefix: str) -> dict[str, Any]:
+    if isinstance(node, Mapping) and "name" in node and set(node) <= {"name", "args"}:  # a slot: cosine(floor=0.1)
+        return {prefix: _slot_name(node)}
     if isinstance(node, Mapping):
         out: dict[str, Any] = {}
         for key, value in node.items():

@@ -206,7 +206,7 @@ def _bleu_boot(pairs: list[tuple[Any, Any]], dev: DevData, split: str, n_resampl
         sys_hyps += hr[:n]
     if not refs:
         return "no dev hypotheses saved"
-    from ablate.eval.bleu import looks_tokenized  # sacreBLEU: only where BLEU is bootstrapped
+    from ablate.eval.tokenized import looks_tokenized
 
     tokenized = looks_tokenized(refs)  # the table's notes say it once (tokenized_note)
     return paired_bleu(refs, base_hyps, sys_hyps, n_resamples=n_resamples, seed=DEFAULT_SEED, tokenized=tokenized)
@@ -270,7 +270,7 @@ def _base_chrf(base_trials: Sequence[Any], dev: DevData) -> float | None:
 def tokenized_note(base_trials: Sequence[Any], dev: DevData) -> str | None:
     """One line when base's dev references are already tokenized (sacreBLEU's test, ablate/eval/bleu.py): BLEU
     on them is not comparable to published figures. Said here once; sacreBLEU is asked not to repeat it."""
-    from ablate.eval.bleu import looks_tokenized
+    from ablate.eval.tokenized import looks_tokenized  # no sacreBLEU: `ablate table` stays light
 
     done = list(_done_by_seed(base_trials).values())
     prepared = dev.prepared(done[0].config) if done else "no base trial"

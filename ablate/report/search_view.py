@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ablate.report.columns import OTHER_KEY, other_changes
 from ablate.report.paper import changed_settings, settings_of
 from ablate.report.rows import AblationTable
 from ablate.sweep.file.expand import set_dotted
@@ -237,6 +238,10 @@ def apply_search(table: AblationTable, sweep: Sweep, views: Sequence[TrialView])
             row.settings = own
             if base_settings is not None:
                 row.changed = changed_settings(own, base_settings)
+                # what no column shows, the searched keys aside (a row's optimizer, say): as an untuned table
+                searched = [p.key for p in spec.params]
+                other = other_changes(templates[row.name].config, base_tmpl.config, searched) if base_tmpl else None
+                row.changed.update({OTHER_KEY: other} if other else {})
         if row.search is not None and row.search.best.best_id is None and not row.n_trials:
             b = row.search.best  # no search trial of the row finished with a result, none in flight
             if b.trials < spec.n_trials:
