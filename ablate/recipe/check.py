@@ -11,6 +11,7 @@ that row replaced).
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
@@ -22,14 +23,20 @@ from ablate.registry import Registry, RegistryError, parse_slot
 RECIPE_KEYS = ("lr", "lr_factor", "warmup_steps", "adam_beta1", "adam_beta2", "adam_eps", "weight_decay")
 
 
+@functools.cache
+def _accepted(cls: type) -> frozenset[str]:
+    """The keywords a recipe class's constructor takes (read once a class: a sweep checks every trial's)."""
+    if cls.__init__ is object.__init__:
+        return frozenset()
+    params = inspect.signature(cls.__init__).parameters
+    return frozenset(k for k, p in params.items() if k != "self" and p.kind is p.POSITIONAL_OR_KEYWORD)
+
+
 def make(registry: Registry[Any], spec: Any) -> Any:
     """The recipe a slot names, built with its args; RegistryError (one line) for a bad name or arg."""
     name, args = parse_slot(spec, f"train.{registry.kind}")
     cls = registry.get(name)
-    params = inspect.signature(cls.__init__).parameters
-    accepted = {k for k, p in params.items() if k != "self" and p.kind is p.POSITIONAL_OR_KEYWORD}
-    if cls.__init__ is object.__init__:
-        accepted = set()
+    accepted = _accepted(cls)
     unknown = sorted(set(args) - accepted)
     if unknown:
         raise RegistryError(

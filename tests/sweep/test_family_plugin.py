@@ -64,7 +64,9 @@ def test_a_family_plugin_keeps_the_batch_and_masks_fixed(monkeypatch, isolated_r
     import numpy as np
 
     monkeypatch.syspath_prepend(str(ROOT / "examples"))
-    from masked_lm import MASK_ID, blocks, masked_batch
+    from masked_lm import MASK_ID, masked_batch
+
+    from ablate.data.lm_blocks import blocks
 
     split = blocks(np.arange(37, dtype=np.int64) + 10, 9)  # 4 blocks of 9 (+1) tokens
     one, again = masked_batch(split, [2, 0], seed=5), masked_batch(split, [2, 0], seed=5)
