@@ -7,6 +7,12 @@ from typing import Any
 
 import pytest
 
+# torch first, in every test process: its C++ library loaded after pyarrow's or tokenizers' (the tokenize
+# tests' libraries) failed once in CI with "SystemError: bad call flags" at `from torch._C import *` in
+# a pytest-xdist worker, and the worker crashed (torch's own notes warn of C++ symbol clashes between
+# libraries loaded into one process). Loaded first, torch's symbols come first.
+import torch  # noqa: E402, F401
+
 TINY_VOCAB = 32  # vocabulary size that goes with tiny_model_cfg (4 special ids + 28 "words")
 
 
