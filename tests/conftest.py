@@ -7,12 +7,6 @@ from typing import Any
 
 import pytest
 
-# torch first, in every test process: its C++ library loaded after pyarrow's or tokenizers' (the tokenize
-# tests' libraries) failed once in CI with "SystemError: bad call flags" at `from torch._C import *` in
-# a pytest-xdist worker, and the worker crashed (torch's own notes warn of C++ symbol clashes between
-# libraries loaded into one process). Loaded first, torch's symbols come first.
-import torch  # noqa: E402, F401
-
 TINY_VOCAB = 32  # vocabulary size that goes with tiny_model_cfg (4 special ids + 28 "words")
 
 
@@ -69,12 +63,17 @@ def isolated_registries(monkeypatch: pytest.MonkeyPatch) -> Any:
     for reg in [*SLOT_REGISTRIES.values(), FAMILIES]:
         monkeypatch.setattr(reg, "_entries", dict(reg._entries))
         monkeypatch.setattr(reg, "_docs", dict(reg._docs))
-    before = list(sys.path)
+    before, loaded = list(sys.path), set(sys.modules)
     monkeypatch.setattr(sys, "path", list(sys.path))
     yield
     added = [str(Path(p).resolve()) + os.sep for p in sys.path if p not in before]  # the plugins' folders
+    # Only what the test imported from those folders: a sweep's imports put the working directory on the
+    # path too (the repository, which may hold the venv), and forgetting torch or ablate there made the next
+    # import of torch in the process re-initialise its C extension and crash the worker (CI, twice).
+    installed = (str(Path(sys.prefix).resolve()) + os.sep, str(Path(__file__).resolve().parents[1] / "ablate") + os.sep)
     for name, module in list(sys.modules.items()):
-        if any(str(getattr(module, "__file__", None) or "").startswith(folder) for folder in added):
+        where = str(getattr(module, "__file__", None) or "")
+        if name not in loaded and not where.startswith(installed) and any(where.startswith(f) for f in added):
             del sys.modules[name]
 
 
