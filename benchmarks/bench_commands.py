@@ -12,7 +12,9 @@ of ``--repeats``. The stores:
   trainer (real worker processes, real run directories and metrics files; milliseconds a trial);
 - ``N trials``: one row at N seeds over the sweep tests' tiny experiment, in a real SQLite store whose
   attempts are set as a long sweep has them (60% finished, 10% failed and retried, 10% running, the
-  rest waiting; benchmarks/bench_controller.py builds them).
+  rest waiting; benchmarks/bench_controller.py builds them);
+- ``N trials in rows``: the same in N/2 rows of 2 seeds (a grid over model.d_ff): each row is composed,
+  checked and tabled on its own, so this is the read commands' heavier shape.
 
 Commands: ``status``, ``table`` and ``sweep --dry-run``. Budgets (2-core machine, load < 1): the mini
 sweep 0.5 s for status and the dry run, 0.8 s for the table; 1.5 s at 1,000 trials; 2 s at 10,000.
@@ -86,20 +88,21 @@ def finished_mini(folder: Path) -> Path:
     return path
 
 
-def stores(folder: Path, sizes: list[int]) -> list[tuple[str, object, Path]]:
+def stores(folder: Path, sizes: list[int], row_sizes: list[int]) -> list[tuple[str, object, Path]]:
     """(label, budget key, sweep file) of every store measured, built in ``folder`` unless already there."""
     from bench_controller import build_store
 
     out: list[tuple[str, object, Path]] = [("mini, unrun", "mini", mini_copy(folder / "unrun"))]
     finished = folder / "finished" / "table3-mini.yaml"
     out.append(("mini, finished", "mini", finished if finished.exists() else finished_mini(folder / "finished")))
-    for n in sizes:
-        sub = folder / f"n{n}"
-        if not (sub / f"n{n}.yaml").exists():
+    for n, rows in [(n, False) for n in sizes] + [(n, True) for n in row_sizes]:
+        name = f"r{n}" if rows else f"n{n}"
+        sub = folder / name
+        if not (sub / f"{name}.yaml").exists():
             sub.mkdir(parents=True, exist_ok=True)
-            print(f"(building a store of {n:,} trials)", flush=True)
-            build_store(sub, n)
-        out.append((f"{n:,} trials", n, sub / f"n{n}.yaml"))
+            print(f"(building a store of {n:,} trials{' in rows of 2 seeds' if rows else ''})", flush=True)
+            build_store(sub, n, rows)
+        out.append((f"{n:,} trials" + (" in rows" if rows else ""), n, sub / f"{name}.yaml"))
     return out
 
 
@@ -112,6 +115,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--sizes", type=int, nargs="*", default=[1000, 10000], help="stores of N trials (1000, 10000)")
+    p.add_argument("--rows", type=int, nargs="*", default=[1000], help="stores of N trials in N/2 rows (1000)")
     p.add_argument("--against", type=Path, help="another checkout of ablate to time the same commands from")
     p.add_argument("--keep", type=Path, help="build the stores in this folder and reuse them in later runs")
     args = p.parse_args()
@@ -119,7 +123,7 @@ def main() -> None:
     tmp = tempfile.mkdtemp(prefix="bench-commands-")
     folder = args.keep.resolve() if args.keep else Path(tmp)
     try:
-        measured = stores(folder, args.sizes)
+        measured = stores(folder, args.sizes, args.rows)
         print(f"{args.repeats} runs each, fresh processes; load average {os.getloadavg()[0]:.2f}")
         over = 0
         for label, key, sweep in measured:

@@ -64,16 +64,22 @@ class _EveryCallReads:
         return contextlib.nullcontext()
 
 
-def build_store(folder: Path, n: int) -> Path:
+def build_store(folder: Path, n: int, rows: bool = False) -> Path:
+    """A store of ``n`` trials: one row at ``n`` seeds, or (``rows``) a base row and a grid of ``n // 2 - 1``
+    rows over model.d_ff, at 2 seeds each (the table's work grows with its rows)."""
     from sweep_harness import TINY_EXPERIMENT
 
     from ablate.sweep.file.spec import load_sweep
     from ablate.sweep.store.store import SweepStore
 
     (folder / "exp.yaml").write_text(yaml.safe_dump(TINY_EXPERIMENT))
-    spec = {"name": f"n{n}", "experiment": "exp.yaml", "seeds": list(range(1, n + 1)), "wandb": {"mode": "disabled"}}
+    name = f"r{n}" if rows else f"n{n}"
+    spec = {"name": name, "experiment": "exp.yaml", "seeds": list(range(1, n + 1)), "wandb": {"mode": "disabled"}}
     spec["rows"] = [{"name": "base", "group": "base", "paper": "base"}]
-    path = folder / f"n{n}.yaml"
+    if rows:
+        spec["seeds"] = [1, 2]
+        spec["rows"].append({"name": "ff", "group": "ff", "grid": {"model.d_ff": list(range(40, 40 + n // 2 - 1))}})
+    path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(spec))
     sweep = load_sweep(path)
     store = SweepStore.for_sweep(sweep)

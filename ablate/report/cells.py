@@ -265,6 +265,7 @@ def table_cells(table: AblationTable) -> list[list[str]]:
     """The md / LaTeX body: one list of display strings per row."""
     out = []
     previous_group = None
+    columns = table.columns  # found once: each look scans every row
     for row in table.rows:
         shown = shown_settings(row)
         paper = row.paper
@@ -272,7 +273,7 @@ def table_cells(table: AblationTable) -> list[list[str]]:
             [
                 group_label(row.group) if row.group != previous_group else "",
                 row_label(row),
-                *(fmt_setting(key, shown.get(key)) if key in shown else "" for key, _ in table.columns),
+                *(fmt_setting(key, shown.get(key)) if key in shown else "" for key, _ in columns),
                 result_cell(table, row, "ppl", 2),
                 interval_cell(table, row, "ppl", 2),
                 p_cell(row, "ppl"),

@@ -94,10 +94,19 @@ def other_changes(cfg: Mapping[str, Any], base: Mapping[str, Any], ignore: Itera
 
     ``ignore``: dotted keys not to list (a search's parameters, which its own column shows).
     """
+    return flat_changes(flat_config(cfg), flat_config(base), ignore)
+
+
+def flat_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """A config's settings as ``{dotted key: value}`` (a slot as its variant's name): what
+    :func:`flat_changes` compares (a table flattens its base once, not once per row)."""
+    return {k: v for s in _SECTIONS for k, v in _flat(_get(cfg, s) or {}, s).items()}
+
+
+def flat_changes(mine: Mapping[str, Any], theirs: Mapping[str, Any], ignore: Iterable[str] = ()) -> str | None:
+    """:func:`other_changes` of two flattened configs."""
     ignore = tuple(ignore)
-    mine = {k: v for s in _SECTIONS for k, v in _flat(_get(cfg, s) or {}, s).items()}
-    theirs = {k: v for s in _SECTIONS for k, v in _flat(_get(base, s) or {}, s).items()}
-    keys = [k for k in sorted(set(mine) | set(theirs)) if not _shown(k, ignore) and mine.get(k) != theirs.get(k)]
+    keys = [k for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k) and not _shown(k, ignore)]
     return " ".join(f"{k}={mine.get(k)}" for k in keys) or None
 
 

@@ -257,7 +257,8 @@ CSV_FIELDS = [
 
 def render_csv(table: AblationTable) -> str:
     buf = io.StringIO()
-    extra = [key for key, _ in table.columns if key not in COLUMN_KEYS]  # the slot / "other" columns it has
+    columns = table.columns  # found once: each look scans every row
+    extra = [key for key, _ in columns if key not in COLUMN_KEYS]  # the slot / "other" columns it has
     fields = CSV_FIELDS[: 3 + len(COLUMN_KEYS)] + extra + CSV_FIELDS[3 + len(COLUMN_KEYS) :]
     fields += SEARCH_CSV_FIELDS if table.search is not None else []
     fields += extras.fields(table)
@@ -266,7 +267,7 @@ def render_csv(table: AblationTable) -> str:
     for row in table.rows:
         rec = row_record(row, table)
         shown = shown_settings(row)
-        rec.update({key: shown.get(key, "") for key, _ in table.columns})
+        rec.update({key: shown.get(key, "") for key, _ in columns})
         rec.update(csv_record(row))
         writer.writerow({k: "" if v is None else v for k, v in rec.items()})
     return buf.getvalue()

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ablate.family import FAMILIES, families_of
-from ablate.report.columns import OTHER_KEY, other_changes, slot_settings
+from ablate.report.columns import OTHER_KEY, flat_changes, flat_config, slot_settings
 from ablate.report.errors import ReportError
 from ablate.report.lengths import row_lengths
 from ablate.report.paper import PAPER, settings_of
@@ -84,15 +84,27 @@ def _settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
     return {**settings_of(config), **slot_settings(config)} if config else {}
 
 
+# The base row as every other row is compared with it: (its settings, its flattened config), found once.
+BaseView = tuple[dict[str, Any], dict[str, Any]]
+
+
+def _base_view(config: Mapping[str, Any] | None) -> BaseView | None:
+    return (_settings(config), flat_config(config)) if config else None
+
+
 def _changed(
-    config: Mapping[str, Any] | None, base_config: Mapping[str, Any] | None, paper: str | None, ignore: Sequence[str]
+    config: Mapping[str, Any] | None,
+    settings: dict[str, Any],
+    base: BaseView | None,
+    paper: str | None,
+    ignore: Sequence[str],
 ) -> dict[str, Any]:
     """The settings a row changes against base; without both configs, the paper's cells of its row."""
-    if base_config is None or not config:
+    if base is None or not config:
         return dict(PAPER[paper].changes) if paper in PAPER else {}
-    mine, base = _settings(config), _settings(base_config)
-    changed = {key: mine.get(key) for key in mine if mine.get(key) != base.get(key)}
-    other = other_changes(config, base_config, ignore)
+    base_settings, base_flat = base
+    changed = {key: settings.get(key) for key in settings if settings.get(key) != base_settings.get(key)}
+    other = flat_changes(flat_config(config), base_flat, ignore)
     return {**changed, OTHER_KEY: other} if other else changed
 
 
@@ -106,7 +118,7 @@ def _report_row(
     trials: list[TrialLike],
     group: str,
     paper: str | None,
-    base_config: Mapping[str, Any] | None,
+    base: BaseView | None,
     is_base: bool,
     ignore: Sequence[str],
 ) -> ReportRow:
@@ -116,12 +128,13 @@ def _report_row(
     for t in trials:
         states[t.state] = states.get(t.state, 0) + 1
     params = next((p for p in (t.params or _number(t.metrics.get("params")) for t in trials) if p), None)
+    settings = _settings(config)
     return ReportRow(
         name=name,
         group=group,
         paper=PAPER.get(paper) if paper else None,
-        settings=_settings(config),
-        changed=_changed(config, base_config, paper, ignore),
+        settings=settings,
+        changed=_changed(config, settings, base, paper, ignore),
         ppl=_stat(done, PPL_KEY),
         bleu=_stat(done, BLEU_KEY),
         params=int(params) if params else None,
@@ -155,7 +168,8 @@ def build_table(
     groups, papers = _row_meta(names, by_row, row_info or {})
     base_name = _pick_base(names, by_row, groups)
     base_config = next((t.config for t in by_row[base_name] if t.config), None)
-    rows = [_report_row(n, by_row[n], groups[n], papers[n], base_config, n == base_name, ignore) for n in names]
+    view = _base_view(base_config)
+    rows = [_report_row(n, by_row[n], groups[n], papers[n], view, n == base_name, ignore) for n in names]
     base = next(r for r in rows if r.is_base)
     for row in rows:
         if row.is_base:

@@ -62,11 +62,14 @@ def _runs(row: ReportRow) -> str:
     return f"{row.n_done}/{row.n_trials}" + (f" ({', '.join(rest)})" if rest else "")
 
 
-def _row_cells(table: AblationTable, row: ReportRow, group: str) -> list[str]:
+def _row_cells(
+    table: AblationTable, row: ReportRow, group: str, columns: tuple[tuple[str, str], ...], wide: int
+) -> list[str]:
+    """``columns`` and the changes' width ``wide`` are the table's, found once (each scans every row)."""
     return [
         group,
         _clip(row_label(row), MAX_ROW),
-        _clip(_changes(row, table.columns), MAX_CHANGES if table.has_paper else MAX_CHANGES + 2 * PAPER_DELTA_WIDTH),
+        _clip(_changes(row, columns), wide),
         result_cell(table, row, "ppl", 2).replace(" ± ", "±"),
         _paper_delta(row, 0, 2),
         result_cell(table, row, "bleu", 1).replace(" ± ", "±"),
@@ -168,8 +171,10 @@ def render_text(table: AblationTable) -> str:
     """The table in a terminal's width; the wide paper layout is ``render(table, "md")``."""
     body = []
     previous = None
+    columns = table.columns
+    wide = MAX_CHANGES if table.has_paper else MAX_CHANGES + 2 * PAPER_DELTA_WIDTH
     for row in table.rows:
-        body.append(_row_cells(table, row, group_label(row.group) if row.group != previous else ""))
+        body.append(_row_cells(table, row, group_label(row.group) if row.group != previous else "", columns, wide))
         previous = row.group
     headers, body = drop_paper_columns(table, list(HEADERS), body)
     headers, body = extras.score_columns(table, headers, body, "text", TEXT_BLEU)

@@ -107,11 +107,11 @@ def _search_cells(row: Any) -> dict[str, Any]:
 
 def table_rows(table: AblationTable) -> list[list[Any]]:
     """The report's rows as wandb.Table data (settings as text, unchanged settings empty)."""
-    out, columns = [], table_columns(table)
+    out, columns, settings = [], table_columns(table), table.columns  # found once: each scans every row
     for row in table.rows:
         rec = row_record(row, table)
         shown = row.settings if row.is_base and row.settings else row.changed
-        rec.update({key: fmt_setting(key, shown.get(key)) if key in shown else "" for key, _ in table.columns})
+        rec.update({key: fmt_setting(key, shown.get(key)) if key in shown else "" for key, _ in settings})
         rec["params_m"] = round(row.params / 1e6, 4) if row.params else None
         rec["paper_params_m"] = float(rec["paper_params_m"]) if rec["paper_params_m"] is not None else None
         if table.search is not None:

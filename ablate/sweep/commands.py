@@ -24,9 +24,10 @@ from ablate.sweep.dry_run import print_dry_run
 from ablate.sweep.file.spec import Sweep
 from ablate.sweep.launch import LAUNCHERS
 from ablate.sweep.launch.progress import render_table, title, trial_lines
-from ablate.sweep.loader import MAX_TRIALS, OpenSweep, check_this_machine, name_clash, open_sweep, prepared_problem
+from ablate.sweep.loader import OpenSweep, check_this_machine, name_clash, open_sweep, prepared_problem
 from ablate.sweep.plan.base import Plan
 from ablate.sweep.plan.plans import trial_states
+from ablate.sweep.size import MAX_TRIALS
 from ablate.sweep.store.reuse import check_reuse
 from ablate.sweep.store.state import STATES, TrialView
 from ablate.sweep.store.store import SweepStore
@@ -65,7 +66,7 @@ def sweep(
 
     ``overrides`` None or empty: those recorded with the sweep (see :mod:`ablate.sweep.loader`).
     ``launcher_options`` go to the launcher's constructor (e.g. ``trial_fn``: a stand-in trainer).
-    ``max_trials`` (default :data:`~ablate.sweep.loader.MAX_TRIALS`): a larger sweep is refused.
+    ``max_trials`` (default :data:`~ablate.sweep.size.MAX_TRIALS`): a larger sweep is refused.
     ``launcher``: ``--launcher`` (a name or a YAML mapping) in place of the file's ``launcher:``.
     Every check (the sweep's size, its store, the launcher's tools) runs before anything is stored.
     A dry run stops at a size or store error, but prints its plan despite missing launcher tools (a

@@ -38,21 +38,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ablate.errors import SweepError
-from ablate.sweep.file.expand import count_trials
 from ablate.sweep.file.plugins import import_plugins
 from ablate.sweep.file.spec import Sweep, SweepFile, expand, read_sweep_file
 from ablate.sweep.file.spec import check_launcher as check_launcher_shape
 from ablate.sweep.plan import plan_of, trial_states
 from ablate.sweep.plan.base import Plan
+from ablate.sweep.size import check_read_size, check_size, say_long_expansion
 from ablate.sweep.store.location import StoreLocation, check_store_url, locate
+from ablate.sweep.store.owner import clash_line
 from ablate.sweep.store.state import TrialView
 from ablate.sweep.store.store import SweepStore
 
 if TYPE_CHECKING:
     from ablate.sweep.launch.base import Launcher
-
-# `ablate sweep` refuses a sweep of more trials than this unless --max-trials says how many are meant.
-MAX_TRIALS = 500
 
 
 @dataclass(frozen=True)
@@ -131,32 +129,6 @@ def check_store_writable(location: StoreLocation, where: str) -> None:
         raise SweepError(f"{where}: {url}: cannot create files in {folder} ({exc.strerror}); {fix}") from None
 
 
-def check_size(sf: SweepFile, max_trials: int) -> int:
-    """The sweep's trial count, counted before anything is built; above ``max_trials`` a SweepError."""
-    n, per_row = count_trials(sf.rows, len(sf.seeds))
-    if n > max_trials:
-        big = ", ".join(f"{name!r} {k:,}" for name, k in per_row[:3])
-        raise SweepError(
-            f"{sf.path}: the sweep expands to {n:,} trials (largest rows: {big}; {len(sf.seeds)} seed(s)), "
-            f"over the limit of {max_trials:,}; check grid:/seeds, or pass --max-trials {n} to confirm"
-        )
-    return n
-
-
-def check_read_size(sf: SweepFile, store: SweepStore) -> None:
-    """What `ablate sweep` refuses (over MAX_TRIALS without --max-trials) and never ran, status, table and
-    the other reading commands refuse too, with one line, before building its trials (a 100,002-trial grid
-    kept them busy past a minute). A sweep that ran, confirmed by --max-trials, has its study in ``store``
-    (the sweep's): read it."""
-    n, _ = count_trials(sf.rows, len(sf.seeds))
-    if n <= MAX_TRIALS or store.exists():
-        return
-    raise SweepError(
-        f"{sf.path}: the sweep expands to {n:,} trials, over the limit of {MAX_TRIALS:,}, and has not run; check "
-        f"grid:/seeds, or run it with `ablate sweep {sf.path} --max-trials {n}`"
-    )
-
-
 def open_sweep(
     path: str | Path,
     overrides: Sequence[str] | None = None,
@@ -190,6 +162,7 @@ def open_sweep(
         check_store_writable(location, f"{sf.path}: store")
     recorded = store.recorded_overrides()
     chosen, note = _choose_overrides(overrides, recorded, clear_overrides)
+    say_long_expansion(sf)
     sweep = expand(sf, chosen)
     check_one_family(sweep)
     check_resources(sf, launcher_class, settings, sweep.trials)
@@ -330,21 +303,16 @@ def prepared_problem(spec: Sweep) -> str | None:
 
 
 def name_clash(spec: Sweep, store: SweepStore) -> str | None:
-    """Another sweep file, still there, that ran under this name in this store: the two would share one
-    study and one runs folder (each `ablate table` overwriting the other's table files). In a copied
-    project folder the store records the original's path; its copy beside this store owns the name."""
-    other = store.recorded_file()
-    here = store.recorded_file_here()
-    if here is not None and here.exists():
-        other = here
-    if other is None or not other.exists() or other.samefile(spec.path):
+    """Another sweep file that ran under this name in this store and still owns it
+    (ablate.sweep.store.owner), as one line; None when this file may run under the name."""
+    owner = store.owner()
+    if owner is None:
         return None
-    try:  # a copied project folder: the other file opens the store it was copied from, not this one
-        if locate(read_sweep_file(other, imports=_import_plugins)) != store.location:
-            return None
-    except SweepError:  # the other file no longer reads as a sweep: it cannot run under this name
-        return None
-    return (
-        f"{spec.path}: name {spec.name!r} is taken in store {store.url} by {other}; give this file another "
-        "name: (or, to continue that sweep, run that file)"
-    )
+
+    def same_store(path: Path) -> bool:  # a copied project folder: the original opens its own store
+        try:
+            return locate(read_sweep_file(path, imports=_import_plugins)) == store.location
+        except SweepError:  # no longer reads as a sweep: it cannot run under this name
+            return False
+
+    return clash_line(spec.path, spec.name, store.url, owner, same_store)

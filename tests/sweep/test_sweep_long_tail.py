@@ -61,6 +61,33 @@ def test_status_and_table_of_a_grid_over_the_limit_that_never_ran_are_one_line(w
         assert "100,002 trials, over the limit of 500, and has not run" in one_line_error(capsys)
 
 
+def test_status_and_table_of_a_file_grown_past_the_limit_since_it_ran_are_one_line(
+    write_sweep, fake_trainer, capsys
+) -> None:
+    path = write_sweep(rows=ROWS)
+    assert main(["sweep", str(path)]) == 0
+    capsys.readouterr()
+    path = write_sweep(rows=ROWS, seeds=list(range(1, 302)))  # 602 trials: the store holds the 2 that ran
+    for command in ("status", "table", "plan"):
+        assert main([command, str(path)]) == 2
+        assert "602 trials, over the limit of 500, and ran at 2 (the file has grown since)" in one_line_error(capsys)
+    assert main(["sweep", str(path), "--max-trials", "602", "--dry-run"]) == 0  # seen as the line says
+    capsys.readouterr()
+    path = write_sweep(rows=ROWS, seeds=[1, 2])  # back under the limit: read as usual
+    assert main(["status", str(path)]) == 0
+
+
+def test_a_sweep_that_ran_past_the_limit_is_read(write_sweep, capsys) -> None:
+    from ablate.sweep.file.spec import load_sweep
+    from ablate.sweep.store.store import SweepStore
+
+    path = write_sweep(rows=ROWS, seeds=list(range(1, 302)))
+    sweep = load_sweep(path)
+    SweepStore.for_sweep(sweep).sync(sweep)  # what `ablate sweep --max-trials 602` records before it launches
+    assert main(["status", str(path)]) == 0
+    assert "wide" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("given", ["data.max_tokens=512", "train.accumulate_grad_batches=2"])
 def test_a_split_key_beside_global_tokens_is_refused(write_sweep, capsys, given: str) -> None:
     rows = [ROWS[0], {"name": "big", "group": "A", "overrides": ["train.global_tokens=1024", given]}]

@@ -19,7 +19,8 @@ import pytest
 from sweep_harness import calls
 
 from ablate.cli import main
-from ablate.sweep.loader import MAX_TRIALS, load_results
+from ablate.sweep.loader import load_results
+from ablate.sweep.size import MAX_TRIALS
 
 N_SEARCH = 200  # the search in the integration tier: n_trials per row, each once, a rerun adds nothing
 N_GRID = 150  # the grid in the integration tier: every trial once, and a rerun launches nothing

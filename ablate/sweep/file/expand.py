@@ -115,6 +115,11 @@ def count_row(row: Any) -> int:
     return n
 
 
+# study user attribute: the trials the sweep file expanded to when `ablate sweep` last ran it (so a read of a
+# file grown past the trial limit since is refused, while one of the size that ran is read)
+EXPANDED_ATTR = "expanded_trials"
+
+
 def count_trials(rows: Sequence[Any], n_seeds: int) -> tuple[int, list[tuple[str, int]]]:
     """(trials of a sweep's rows at ``n_seeds`` seeds, [(row name, its trials)] largest first), cheaply."""
     per_row = [
@@ -122,6 +127,11 @@ def count_trials(rows: Sequence[Any], n_seeds: int) -> tuple[int, list[tuple[str
         for i, r in enumerate(rows)
     ]
     return sum(n for _, n in per_row), sorted(per_row, key=lambda x: -x[1])
+
+
+def expanded_record(rows: Sequence[Any], n_seeds: int) -> dict[str, int]:
+    """The study attribute that records the trials a sweep file expands to (kept when it runs)."""
+    return {EXPANDED_ATTR: count_trials(rows, n_seeds)[0]}
 
 
 def expand_row(where: str, row: Mapping[str, Any]) -> list[tuple[str, str | None, dict[str, Any]]]:

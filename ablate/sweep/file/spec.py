@@ -31,7 +31,7 @@ from ablate.config.load import resolve_paths
 from ablate.errors import SweepError
 from ablate.rundir import safe_name
 from ablate.sweep.file.blocks import BLOCKS
-from ablate.sweep.file.expand import as_layer, check_row, dotlist, expand_row, merge, set_dotted
+from ablate.sweep.file.expand import as_layer, check_row, dotlist, expand_row, expanded_record, merge, set_dotted
 from ablate.sweep.file.ids import SeedIds, trial_id
 from ablate.sweep.file.spec_checks import (
     check_imports,
@@ -135,8 +135,9 @@ class Sweep:
         return self.trials + self.templates
 
     def study_records(self) -> dict[str, Any]:
-        """What the store keeps of the file beyond its trials, for the workers: a search's spec."""
-        return {"search": self.source.search.record()} if self.source.search is not None else {}
+        """What the store keeps of the file beyond its trials: its size, a search's spec (for the workers)."""
+        out = expanded_record(self.source.rows, len(self.source.seeds))
+        return {**out, "search": self.source.search.record()} if self.source.search is not None else out
 
 
 _READ_THROUGH = frozenset(

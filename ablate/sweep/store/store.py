@@ -34,7 +34,6 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 from ablate.sweep.file.spec import Sweep, SweepFile, Trial
@@ -47,13 +46,12 @@ from ablate.sweep.store.opening import (
     studies_in,
     study_names,
 )
+from ablate.sweep.store.owner import Owner, file_records, recorded_owner
 from ablate.sweep.store.patience import patient_methods
 from ablate.sweep.store.reads import AttemptReader, by_trial
 from ablate.sweep.store.state import FREE_ATTRS, IDENTITY_ATTRS, Attempt
 
 OVERRIDES_ATTR = "overrides"  # study user attribute: command-line overrides of the last `ablate sweep`
-FILE_ATTR = "file"  # study user attribute: the sweep file the last `ablate sweep` ran (absolute path)
-FILE_HERE_ATTR = "file_from_store"  # the same file relative to a file store's folder (found again in a copy)
 
 
 # Every read and write after opening waits out a database server that stops answering (store/patience.py).
@@ -166,25 +164,10 @@ class SweepStore:
             return read_study_attrs(self._engine, self._study_id)
         return dict(self.storage.get_study_user_attrs(self._study_id))
 
-    def recorded_file(self) -> Path | None:
-        """The sweep file the last `ablate sweep` of this study ran; None when none is recorded."""
-        if not self.exists():
-            return None
-        value = self.study_attrs().get(FILE_ATTR)
-        return Path(value) if isinstance(value, str) else None
-
-    def recorded_file_here(self) -> Path | None:
-        """The recorded sweep file as found beside this store file: in a copied project folder the copy of
-        the file that ran (the absolute record names the original); None without a record or a file store."""
-        path = self.location.file
-        if path is None or not self.exists():
-            return None
-        value = self.study_attrs().get(FILE_HERE_ATTR)
-        return (path.parent / value).resolve() if isinstance(value, str) else None
-
-    def _file_here(self, sweep_file: Path) -> dict[str, str]:
-        path = self.location.file
-        return {FILE_HERE_ATTR: os.path.relpath(sweep_file.resolve(), path.resolve().parent)} if path else {}
+    def owner(self) -> Owner | None:
+        """The sweep file the last `ablate sweep` of this study ran (ablate.sweep.store.owner); None when
+        none is recorded."""
+        return recorded_owner(self.study_attrs(), self.location.file) if self.exists() else None
 
     def recorded_overrides(self) -> tuple[str, ...] | None:
         """The command-line overrides recorded by the last `ablate sweep`; None when none are recorded."""
@@ -205,8 +188,7 @@ class SweepStore:
             OVERRIDES_ATTR: list(sweep.overrides),
             "imports": list(sweep.imports),
             "import_path": str(sweep.path.parent),
-            FILE_ATTR: str(sweep.path.resolve()),
-            **self._file_here(sweep.path),
+            **file_records(sweep.path, self.location.file),
             "heartbeat": dict(sweep.heartbeat),
         }
         attrs.update(sweep.study_records())  # e.g. a search's spec: its workers read the pruner there
