@@ -112,6 +112,11 @@ class ModelFamily:
         dry run asks it wherever the data is prepared, torch-free, before anything trains."""
         return None
 
+    def unigram_floor(self, prepared: Any, split: str) -> float:
+        """Dev PPL on ``split`` of a unigram model of what this kind of model trains on (the table's floor:
+        a row above it learned nothing a word count does not know)."""
+        return float(prepared.unigram_floor(split))
+
     def check_model(self, cfg: Any, prepared: Any, model: Any) -> None:
         """A ConfigError, one line, when the built model cannot hold the dev/test data (before any step)."""
 

@@ -147,3 +147,23 @@ def stream_parts(prepared: Any, split: str) -> list[np.ndarray]:
         except OSError:  # a read-only cache: the stream stays in this process
             return [stream]
     return [inspect_file(path).reader()]
+
+
+def stream_floor(data: Any, split: str, k: float = 1.0) -> float:
+    """Dev PPL on ``split``'s stream of an add-``k`` unigram model of the training stream: the floor of what
+    a language model trains on and is scored on (every EOS counted, as its targets hold them).
+
+    Token shards (``data.corpus: shards``) count their files once and keep the counts; a prepared text
+    corpus whose train shard kept every line has the same figure stored (ablate/data/unigram.py). One whose
+    shard left long lines out (a translator's ``data.max_len``) would give the floor of the kept lines, not
+    of the whole text the language model trains on, so its streams are counted here (a text corpus: a
+    bincount over its tokens, milliseconds a million)."""
+    from ablate.data.unigram import unigram_ppl_from_arrays
+
+    if not getattr(data.split("train"), "dropped", 0):  # token shards' splits are lists of files
+        return float(data.unigram_floor(split))
+
+    def flat(name: str) -> np.ndarray:
+        return np.concatenate([np.asarray(p[0 : len(p)], np.int64) for p in data.token_parts(name)])
+
+    return unigram_ppl_from_arrays(flat("train"), flat(split), data.vocab_size, 0, 0, None, k)

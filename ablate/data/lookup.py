@@ -1,6 +1,6 @@
 """What a sweep's checks and controller read of a trial's data without preparing it: whether a local
-corpus's files are there (before anything runs), and the dev references of data already prepared here
-(the adaptive-seeds controller's chrF gate, as the table computes it)."""
+corpus's files are there (before anything runs), and the dev references and unigram floor of data
+already prepared here (the adaptive-seeds controller's gates, as the table computes them)."""
 
 from __future__ import annotations
 
@@ -45,4 +45,21 @@ def dev_references(config: Any) -> list[str] | None:
         prepared = find_prepared(OmegaConf.create(data))
         return list(prepared.raw(str(data.get("valid_split") or "valid"), "tgt")) if prepared is not None else None
     except Exception:  # noqa: BLE001 - no references: nothing is withheld, as the table does without them
+        return None
+
+
+def floor_of(config: Any) -> float | None:
+    """The unigram floor on a trial's dev split, from its prepared data, as its kind of model trains on it
+    (ablate.family); None when that data is not prepared here (a controller on a login node) or cannot
+    be read."""
+    from omegaconf import OmegaConf
+
+    from ablate.family import family_of
+
+    data = dict(config.get("data") or {})
+    try:
+        prepared = find_prepared(OmegaConf.create(data))
+        split = str(data.get("valid_split") or "valid")
+        return family_of(config).unigram_floor(prepared, split) if prepared is not None else None
+    except Exception:  # noqa: BLE001 - no floor: nothing is withheld, as the table does without one
         return None

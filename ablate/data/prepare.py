@@ -384,16 +384,3 @@ def _build(
         "prepare_time_s": round(time.perf_counter() - t0, 3),
     }
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1, default=str), encoding="utf-8")
-
-
-def floor_of(config: Any) -> float | None:
-    """The unigram floor on a trial's dev split, from its prepared data (its ``data`` section as a mapping);
-    None when that data is not prepared here (a controller on a login node) or cannot be read."""
-    from omegaconf import OmegaConf
-
-    data = dict(config.get("data") or {})
-    try:
-        prepared = find_prepared(OmegaConf.create(data))
-        return prepared.unigram_floor(str(data.get("valid_split") or "valid")) if prepared is not None else None
-    except Exception:  # noqa: BLE001 - no floor: nothing is withheld, as the table does without one
-        return None

@@ -110,6 +110,12 @@ class LanguageModelFamily(ModelFamily):
         block = int((config.get("data") or {}).get("block_size") or 0)
         return [block] * sum(whole_blocks(n, block) for n in data.part_tokens(split)) if block > 0 else []
 
+    def unigram_floor(self, prepared: Any, split: str) -> float:
+        # of the whole stream it trains on, long documents included (a translator's filter drops them)
+        from ablate.data.lm_blocks import stream_floor
+
+        return stream_floor(prepared, split)
+
     def build(self, m: Any, vocab_size: int, pad_id: int) -> Any:
         from ablate.model.build import build_language_model
 

@@ -246,7 +246,7 @@ def _floor(table: AblationTable, base_trials: Sequence[Any], dev: DevData) -> No
         table.floor_note = f"floor: {prepared}" if prepared.startswith(NOT_YET) else f"floor: n/a ({prepared})"
         return
     try:
-        table.floor = prepared.unigram_floor(valid_split(base.config))
+        table.floor = family_of(base.config).unigram_floor(prepared, valid_split(base.config))
     except Exception as exc:  # noqa: BLE001 - the table still prints without its floor
         table.floor_note = f"floor: n/a ({type(exc).__name__}: {exc})"
         return

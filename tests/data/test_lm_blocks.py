@@ -64,8 +64,11 @@ def test_the_data_module_gives_fixed_shape_batches_of_the_stream(data_cfg, tmp_p
 def test_a_language_model_keeps_every_document_longer_than_max_len(cache, tmp_path) -> None:
     """A translator's pair filter (data.max_len) drops long train pairs when the corpus is prepared; a
     language model reads the same folder and must cut a long document across blocks, never drop it."""
-    from ablate.config import load_config
+    from ablate.config import load_config, to_dict
+    from ablate.data.lookup import floor_of
     from ablate.data.prepare import prepare_data
+    from ablate.data.unigram import unigram_ppl_from_arrays
+    from ablate.family import family_of
 
     words = "the cat sat on a mat and a dog ran to the red house".split()
     docs = [" ".join(words[(i + k) % len(words)] for k in range(6 + (i % 5) * 12)) for i in range(300)]
@@ -92,3 +95,8 @@ def test_a_language_model_keeps_every_document_longer_than_max_len(cache, tmp_pa
     assert prepared.stream_chars("train") == prepared.stream_chars("valid")
     blocks_of = prepared.epoch_stats(int(cfg.data.max_tokens), block=int(cfg.data.block_size)).pairs
     assert blocks_of == (len(train) - 1) // int(cfg.data.block_size)
+    # the table's floor is a unigram model of what the language model trains on: the whole text
+    floor = family_of(cfg).unigram_floor(prepared, "valid")
+    assert floor == pytest.approx(unigram_ppl_from_arrays(train, valid, prepared.vocab_size, 0, 0, None))
+    assert floor != pytest.approx(prepared.unigram_floor("valid"))  # the kept lines' floor (a translator's)
+    assert family_of(cfg).unigram_floor(prepared, "valid") == floor_of(to_dict(cfg))  # the adaptive gate's

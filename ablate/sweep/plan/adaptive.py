@@ -163,7 +163,7 @@ class SeedsPlan(Wrapper):
         something); a line ending the seeds when base learned nothing (the table withholds every verdict,
         and more seeds would not give one). Without the data's floor here, every row."""
         if not self._floor_read:
-            from ablate.data.prepare import floor_of
+            from ablate.data.lookup import floor_of
 
             config = next((t.config for t in sweep.trials if t.row == base), None)
             self._floor, self._floor_read = (floor_of(config) if config else None), True
