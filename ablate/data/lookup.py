@@ -4,7 +4,7 @@ already prepared here (the adaptive-seeds controller's gates, as the table compu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ablate.data.catalog import CORPORA, build_corpus
@@ -48,18 +48,15 @@ def dev_references(config: Any) -> list[str] | None:
         return None
 
 
-def floor_of(config: Any) -> float | None:
-    """The unigram floor on a trial's dev split, from its prepared data, as its kind of model trains on it
-    (ablate.family); None when that data is not prepared here (a controller on a login node) or cannot
-    be read."""
+def floor_of(config: Any, floor: Callable[[Any, str], float]) -> float | None:
+    """The unigram floor on a trial's dev split, from its prepared data, as ``floor(prepared, split)``
+    gives it (its kind of model's: ``family_of(config).unigram_floor``); None when that data is not
+    prepared here (a controller on a login node) or cannot be read."""
     from omegaconf import OmegaConf
-
-    from ablate.family import family_of
 
     data = dict(config.get("data") or {})
     try:
         prepared = find_prepared(OmegaConf.create(data))
-        split = str(data.get("valid_split") or "valid")
-        return family_of(config).unigram_floor(prepared, split) if prepared is not None else None
+        return floor(prepared, str(data.get("valid_split") or "valid")) if prepared is not None else None
     except Exception:  # noqa: BLE001 - no floor: nothing is withheld, as the table does without one
         return None

@@ -164,9 +164,11 @@ class SeedsPlan(Wrapper):
         and more seeds would not give one). Without the data's floor here, every row."""
         if not self._floor_read:
             from ablate.data.lookup import floor_of
+            from ablate.family import family_of
 
             config = next((t.config for t in sweep.trials if t.row == base), None)
-            self._floor, self._floor_read = (floor_of(config) if config else None), True
+            floor = floor_of(config, family_of(config).unigram_floor) if config else None
+            self._floor, self._floor_read = floor, True
         means = {r: statistics.fmean(v.values()) for r, v in by_row.items() if v}
         if base in means and learned(means[base], self._floor) is False:
             return by_row, (
