@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ablate.data.lm_blocks import Blocks, block_batch, length_problem, split_blocks
-from ablate.eval.nll import SplitNLL, corpus_nll
+from ablate.eval.nll import CHUNK_ROWS, SplitNLL, corpus_nll
 
 
 def lm_batches(blocks: Blocks, max_tokens: int) -> Iterator[dict[str, torch.Tensor]]:
@@ -36,7 +36,7 @@ def lm_nll(model: Any, data: Any, length: int, max_tokens: int, split: str, devi
     """Corpus NLL of a split's stream at context ``length`` (the per-"sentence" values are per block);
     ``data``: the prepared data (its ``token_parts``)."""
     blocks = split_blocks(data, length, split)
-    return corpus_nll(model, lm_batches(blocks, max_tokens), len(blocks), device)
+    return corpus_nll(model, lm_batches(blocks, max_tokens), len(blocks), device, chunk=CHUNK_ROWS)
 
 
 def unreachable(model: Any, length: int, max_positions: int) -> str | None:

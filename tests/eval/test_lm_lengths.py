@@ -81,3 +81,27 @@ def test_the_dry_run_refuses_a_length_the_prepared_data_cannot_hold(prepared, tm
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and err.startswith("error: ") and "row 'long': eval.lengths: " in err, err
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 10_000])
+def test_chunked_evaluation_gives_the_whole_forward_s_nll(prepared, chunk: int) -> None:
+    """A language model's evaluation projects a chunk of rows at a time (no [B, T, V] logits): every
+    block's NLL equals the whole forward's, to float rounding, whatever the chunk (one row, a chunk
+    that splits blocks, more rows than the batch)."""
+    import torch
+
+    from ablate.config import load_config, model_section
+    from ablate.data.lm_blocks import split_blocks
+    from ablate.eval.lm_eval import lm_batches
+    from ablate.eval.nll import corpus_nll
+    from ablate.model.build import build_model
+
+    cfg = load_config(LM, SMALL)
+    torch.manual_seed(0)
+    model = build_model(model_section(cfg.model), prepared.vocab_size).eval()
+    blocks = split_blocks(prepared, 16, "valid")
+    whole = corpus_nll(model, lm_batches(blocks, 256), len(blocks))
+    chunked = corpus_nll(model, lm_batches(blocks, 256), len(blocks), chunk=chunk)
+    assert chunked.meter.tokens == whole.meter.tokens == 16 * len(blocks)
+    assert chunked.nll == pytest.approx(whole.nll, rel=1e-6)
+    assert chunked.sentences == pytest.approx(whole.sentences, rel=1e-5)
