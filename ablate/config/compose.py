@@ -90,7 +90,9 @@ class Experiment:
                     check_keys(mapping, self.base, label)
                     self.known_shapes.add(shape)
             for section, value in combined.items():
-                node = self.sections.get(section) or self.sections.setdefault(section, self.base[section])
+                if section not in self.sections:
+                    self.sections[section] = self.base[section]
+                node = self.sections[section]
                 if not isinstance(value, Mapping) or not isinstance(node, DictConfig):
                     return None
                 if all(_exact(FIELD_TYPES[section].get(key), v) for key, v in value.items()):
